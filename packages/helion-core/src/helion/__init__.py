@@ -1,0 +1,77 @@
+"""Helion: PyTorch with tiles. `@helion.kernel` turns a function with `hl.tile` loops into a kernel."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Sequence
+
+from helion import exc as exc
+from helion import language as language
+from helion.runtime.config import Config as Config
+from helion.runtime.settings import RefMode as RefMode
+from helion.runtime.settings import Settings as Settings
+
+__version__ = "0.1.0"
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division: `(a + b - 1) // b`."""
+    return (a + b - 1) // b
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def kernel(
+    fn: Callable | None = None,
+    *,
+    config: Config | dict | None = None,
+    configs: Sequence[Config | dict] | None = None,
+    key: Callable[..., Hashable] | None = None,
+    **settings: Any,
+) -> Any:
+    """Decorate a function into a Helion kernel; usable bare or with arguments.
+
+    `config=` fixes one config; `configs=[...]` makes the autotuner choose among those only;
+    other keywords are `helion.Settings` fields (or one `settings=Settings(...)`).
+    """
+    from helion.runtime.kernel import Kernel
+
+    if config is not None and configs is not None:
+        raise ValueError("give either config= or configs=, not both")
+    if config is not None:
+        configs = [config]
+    if "settings" in settings:
+        if len(settings) != 1:
+            raise ValueError("settings= must be the only settings keyword")
+        settings_obj = settings["settings"]
+    else:
+        settings_obj = Settings(**settings)
+
+    def decorator(function: Callable) -> Kernel:
+        return Kernel(function, configs=configs, settings=settings_obj, key=key)
+
+    if fn is not None:
+        return decorator(fn)
+    return decorator
+
+
+jit = kernel
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Kernel":
+        from helion.runtime.kernel import Kernel
+
+        return Kernel
+    if name == "runtime":
+        import helion.runtime as runtime
+
+        return runtime
+    if name == "autotuner":
+        import helion.autotuner as autotuner
+
+        return autotuner
+    raise AttributeError(f"module 'helion' has no attribute {name!r}")

@@ -1,0 +1,61 @@
+"""The built-in `ref` backend: runs Kernel IR with eager torch ops, on any device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from helion import exc
+from helion.backends.base import Backend
+from helion.ir.core import KernelIR
+from helion.ir.printer import format_ir
+
+# tunables that only change generated machine code, which the ref backend does not have
+_IGNORED_FIELDS = (
+    "flatten_loops",
+    "l2_groupings",
+    "reduction_loops",
+    "range_unroll_factors",
+    "range_num_stages",
+    "range_multi_buffers",
+    "range_flattens",
+    "static_ranges",
+    "num_warps",
+    "num_stages",
+    "pid_type",
+    "indexing",
+    "load_eviction_policies",
+)
+
+
+class RefCompiledKernel:
+    def __init__(self, ir: KernelIR, config: Any) -> None:
+        from helion.backends.ref.executor import RefExecutor
+
+        self.executor = RefExecutor(ir, config)
+        self.source = f"# ref backend: executes this IR tile by tile with eager torch ops\n# {config!r}\n" + format_ir(ir)
+
+    def __call__(self, *host_values: Any) -> None:
+        self.executor.run(host_values)
+
+
+class RefBackend(Backend):
+    name = "ref"
+    distribution = "helion-core"
+    min_dot_size = 1
+
+    def check(self, ir: KernelIR) -> None:
+        from helion.backends.ref.lowerings import REF_LOWERINGS
+
+        missing = [node for node in ir.walk() if not node.op.structural and node.op not in REF_LOWERINGS]
+        if missing:
+            raise exc.BackendUnsupported(missing[0].op.name, self.name, loc=missing[0].loc)
+
+    def tunables(self, ir: KernelIR, spec: Any, device: torch.device) -> None:
+        for name in _IGNORED_FIELDS:
+            if name in spec.fields:
+                spec.remove(name)
+
+    def compile(self, ir: KernelIR, config: Any) -> RefCompiledKernel:
+        return RefCompiledKernel(ir, config)

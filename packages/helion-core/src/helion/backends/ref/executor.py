@@ -1,0 +1,194 @@
+"""Execute Kernel IR with eager torch ops, tile by tile.
+
+Each tile is processed at its exact extent (the last tile of a dimension is smaller), so no
+padded lanes exist and masks reduce to `extra_mask`. Block sizes and loop orders come from the
+config; the result is the oracle every compiled backend is tested against.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import sympy
+import torch
+
+from helion import exc
+from helion.ir.core import Block, KernelIR, Node, TensorType, Value
+from helion.runtime.config import Config
+
+
+class TileRuntime:
+    """A tile while it executes: [begin, end) with the configured block size."""
+
+    __slots__ = ("begin", "end", "block_size")
+
+    def __init__(self, begin: int, end: int, block_size: int) -> None:
+        self.begin = begin
+        self.end = end
+        self.block_size = block_size
+
+
+class RefExecutor:
+    def __init__(self, ir: KernelIR, config: Config) -> None:
+        from helion.backends.ref.lowerings import REF_LOWERINGS
+
+        self.ir = ir
+        self.config = config
+        self.lowerings = REF_LOWERINGS
+        block_sizes = list(config.get("block_sizes", []) or [])
+        self.block_value: dict[int, int] = {}
+        for info in ir.block_sizes:
+            if info.kind == "tile":
+                if info.config_index is None or info.config_index >= len(block_sizes):
+                    raise exc.InvalidConfig(f"config has no block size for tile dimension {info.block_id}")
+                self.block_value[info.block_id] = int(block_sizes[info.config_index])
+            elif info.kind in ("fixed", "grid"):
+                self.block_value[info.block_id] = int(info.fixed_value or 1)
+            else:
+                self.block_value[info.block_id] = info.size_hint
+        self.loop_order: dict[int, list[int]] = {}
+        orders = list(config.get("loop_orders", []) or [])
+        position = 0
+        for loop in ir.loops:
+            if len(loop.block_ids) > 1:
+                if position < len(orders):
+                    self.loop_order[loop.loop_id] = list(orders[position])
+                position += 1
+        self.symbols = {info.symbol: info.block_id for info in ir.block_sizes}
+        self.stored_tensors = {
+            node.attrs["tensor"].index for node in ir.walk() if node.op.memory in ("store", "atomic")
+        }
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def run(self, host_values: Sequence[Any]) -> None:
+        self.host = host_values
+        self.device = next((v.device for v in host_values if isinstance(v, torch.Tensor)), torch.device("cpu"))
+        self.extent: dict[int, int] = {}
+        env: dict[int, Any] = {}
+        for scalar in self.ir.scalar_args:
+            env[scalar.value.id] = host_values[scalar.index]
+        self.run_block(self.ir.body, env)
+
+    def resolve(self, expr: Any) -> int:
+        """Concrete size of a shape entry for the tiles executing now."""
+        if isinstance(expr, int):
+            return expr
+        if expr.is_Integer:
+            return int(expr)
+        if expr.is_Symbol:
+            block_id = self.symbols[expr]
+            return self.extent.get(block_id, self.block_value[block_id])
+        values = {s: self.resolve(s) for s in expr.free_symbols}
+        return int(expr.subs(values))
+
+    def shape(self, dims: Sequence[Any]) -> list[int]:
+        return [self.resolve(d) for d in dims]
+
+    def value(self, env: dict[int, Any], operand: Any) -> Any:
+        if isinstance(operand, Value):
+            return env[operand.id]
+        if isinstance(operand, sympy.Expr):
+            return self.resolve(operand)
+        return operand
+
+    def scalar(self, env: dict[int, Any], operand: Any) -> int:
+        value = self.value(env, operand)
+        if isinstance(value, torch.Tensor):
+            return int(value.item())
+        return int(value)
+
+    # -- regions --------------------------------------------------------------------------------
+
+    def run_block(self, block: Block, env: dict[int, Any]) -> list[Any]:
+        for node in block.nodes:
+            self.run_node(node, env)
+        return [self.value(env, y) for y in block.yields]
+
+    def run_node(self, node: Node, env: dict[int, Any]) -> None:
+        if node.op.structural:
+            getattr(self, f"_run_{node.op.name}")(node, env)
+            return
+        rule = self.lowerings.get(node.op)
+        if rule is None:
+            raise exc.BackendUnsupported(node.op.name, "ref", loc=node.loc)
+        inputs = [self.value(env, i) for i in node.inputs]
+        try:
+            results = rule(self, node, inputs)
+        except exc.BaseError:
+            raise
+        except Exception as error:
+            raise exc.InternalError(f"ref backend failed on {node.op.name}: {type(error).__name__}: {error}", loc=node.loc) from error
+        if not node.outputs:
+            return
+        if len(node.outputs) == 1:
+            results = [results]
+        for out, result in zip(node.outputs, results):
+            env[out.id] = self.coerce(result, out)
+
+    def coerce(self, result: Any, out: Value) -> Any:
+        ty = out.type
+        if not isinstance(ty, TensorType):
+            return result
+        if isinstance(result, torch.Tensor):
+            return result if result.dtype == ty.dtype else result.to(ty.dtype)
+        return torch.tensor(result, dtype=ty.dtype, device=self.device)
+
+    def _tiles(self, node: Node, env: dict[int, Any]) -> list[list[TileRuntime]]:
+        per_dim = []
+        for block_id, begin, end in zip(node.attrs["block_ids"], node.attrs["begins"], node.attrs["ends"]):
+            lo, hi = self.scalar(env, begin), self.scalar(env, end)
+            step = self.block_value[block_id]
+            if node.attrs.get("is_grid"):
+                step = 1
+            per_dim.append([TileRuntime(b, min(b + step, hi), step) for b in range(lo, hi, step)])
+        return per_dim
+
+    def _iterate(self, node: Node, env: dict[int, Any]):
+        per_dim = self._tiles(node, env)
+        order = self.loop_order.get(node.attrs["loop_id"])
+        ndim = len(per_dim)
+        if order is None or len(order) != ndim:
+            order = list(range(ndim))
+        # loop_orders[i][0] is the dimension that varies fastest
+        nesting = list(reversed(order))
+        for combo in itertools.product(*(per_dim[d] for d in nesting)):
+            tiles: list[TileRuntime | None] = [None] * ndim
+            for d, tile in zip(nesting, combo):
+                tiles[d] = tile
+            yield tiles
+
+    def _enter(self, node: Node, tiles: list[TileRuntime], body: Block, env: dict[int, Any]) -> None:
+        for block_id, tile, arg in zip(node.attrs["block_ids"], tiles, body.args):
+            self.extent[block_id] = tile.end - tile.begin
+            env[arg.id] = tile
+
+    def _run_grid_loop(self, node: Node, env: dict[int, Any]) -> None:
+        body = node.regions[0]
+        saved = dict(self.extent)
+        for tiles in self._iterate(node, env):
+            self._enter(node, tiles, body, env)
+            self.run_block(body, env)
+        self.extent = saved
+
+    def _run_tile_loop(self, node: Node, env: dict[int, Any]) -> None:
+        body = node.regions[0]
+        carried = [self.value(env, i) for i in node.inputs]
+        n_tiles = len(node.attrs["block_ids"])
+        saved = dict(self.extent)
+        for tiles in self._iterate(node, env):
+            self._enter(node, tiles, body, env)
+            for arg, value in zip(body.args[n_tiles:], carried):
+                env[arg.id] = value
+            carried = self.run_block(body, env)
+        self.extent = saved
+        for out, value in zip(node.outputs, carried):
+            env[out.id] = self.coerce(value, out)
+
+    def _run_if(self, node: Node, env: dict[int, Any]) -> None:
+        cond = self.value(env, node.inputs[0])
+        taken = node.regions[0] if bool(cond) else node.regions[1]
+        results = self.run_block(taken, env)
+        for out, value in zip(node.outputs, results):
+            env[out.id] = self.coerce(value, out)

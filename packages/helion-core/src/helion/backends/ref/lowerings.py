@@ -1,0 +1,450 @@
+"""The ref backend's lowering table: one eager-torch rule per op."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from helion import exc
+from helion.language import _ops as ops
+
+REF_LOWERINGS: dict[ops.Op, Callable] = {}
+
+
+def ref_lowering(*op_list: ops.Op) -> Callable:
+    def decorator(rule: Callable) -> Callable:
+        for op in op_list:
+            if op in REF_LOWERINGS:
+                raise ValueError(f"ref lowering for {op.name} registered twice")
+            REF_LOWERINGS[op] = rule
+        return rule
+
+    return decorator
+
+
+def _tensor(ex: Any, value: Any, dtype: torch.dtype) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    return torch.tensor(value, dtype=dtype, device=ex.device)
+
+
+# -- elementwise ---------------------------------------------------------------------------------
+
+_UNARY_FNS: dict[str, Callable] = {
+    "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1, "log": torch.log, "log2": torch.log2,
+    "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin,
+    "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "erf": torch.erf,
+    "erfinv": torch.erfinv, "atan": torch.atan, "asin": torch.asin, "acos": torch.acos, "sinh": torch.sinh,
+    "cosh": torch.cosh, "silu": F.silu, "reciprocal": torch.reciprocal, "neg": torch.neg, "abs": torch.abs,
+    "relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc,
+    "sign": torch.sign, "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not,
+    "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite, "signbit": torch.signbit,
+}
+
+
+def _make_unary(fn: Callable) -> Callable:
+    def rule(ex: Any, node: Any, inputs: list) -> Any:
+        x = _tensor(ex, inputs[0], node.output.dtype)
+        if fn not in (torch.neg, torch.abs, torch.bitwise_not, torch.logical_not, torch.isnan, torch.isinf,
+                      torch.isfinite, torch.signbit, torch.sign, torch.relu) and not x.dtype.is_floating_point:
+            x = x.to(node.output.dtype)
+        return fn(x)
+
+    return rule
+
+
+for _name, _fn in _UNARY_FNS.items():
+    ref_lowering(ops.UNARY[_name])(_make_unary(_fn))
+
+
+@ref_lowering(ops.UNARY["gelu"])
+def _gelu(ex: Any, node: Any, inputs: list) -> Any:
+    return F.gelu(_tensor(ex, inputs[0], node.output.dtype), approximate=node.attrs.get("approximate", "none"))
+
+
+@ref_lowering(ops.UNARY["softplus"])
+def _softplus(ex: Any, node: Any, inputs: list) -> Any:
+    return F.softplus(_tensor(ex, inputs[0], node.output.dtype))
+
+
+_OPERATORS: dict[str, Callable] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "remainder": operator.mod, "pow": operator.pow,
+    "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
+    "left_shift": operator.lshift, "right_shift": operator.rshift, "eq": operator.eq, "ne": operator.ne,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}
+_TENSOR_BINARY: dict[str, Callable] = {
+    "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+}
+
+
+def _make_operator(fn: Callable) -> Callable:
+    def rule(ex: Any, node: Any, inputs: list) -> Any:
+        a, b = inputs
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+            return fn(a, b)
+        if not isinstance(a, torch.Tensor):
+            a = torch.tensor(a, device=ex.device)
+            a = a.to(node.output.dtype) if node.output.dtype != torch.bool else a
+        return fn(a, b)
+
+    return rule
+
+
+def _make_tensor_binary(fn: Callable) -> Callable:
+    def rule(ex: Any, node: Any, inputs: list) -> Any:
+        dtype = node.output.dtype if node.output.dtype != torch.bool else None
+        a, b = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype, device=ex.device) for x in inputs)
+        if dtype is not None:
+            a, b = a.to(dtype), b.to(dtype)
+        return fn(a, b)
+
+    return rule
+
+
+for _name, _fn in _OPERATORS.items():
+    ref_lowering(ops.BINARY[_name])(_make_operator(_fn))
+for _name, _fn in _TENSOR_BINARY.items():
+    ref_lowering(ops.BINARY[_name])(_make_tensor_binary(_fn))
+
+
+@ref_lowering(ops.where)
+def _where(ex: Any, node: Any, inputs: list) -> Any:
+    cond, a, b = inputs
+    dtype = node.output.dtype
+    return torch.where(_tensor(ex, cond, torch.bool), _tensor(ex, a, dtype).to(dtype), _tensor(ex, b, dtype).to(dtype))
+
+
+@ref_lowering(ops.cast)
+def _cast(ex: Any, node: Any, inputs: list) -> Any:
+    return _tensor(ex, inputs[0], node.attrs["dtype"]).to(node.attrs["dtype"])
+
+
+@ref_lowering(ops.clamp)
+def _clamp(ex: Any, node: Any, inputs: list) -> Any:
+    x, lo, hi = inputs
+    x = _tensor(ex, x, node.output.dtype).to(node.output.dtype)
+    return torch.clamp(x, lo, hi)
+
+
+# -- reductions and scans ---------------------------------------------------------------------------
+
+_REDUCE_FNS = {
+    "sum": torch.sum, "prod": torch.prod, "amax": torch.amax, "amin": torch.amin, "any": torch.any,
+    "all": torch.all, "argmax": torch.argmax, "argmin": torch.argmin,
+}
+
+
+def _make_reduce(kind: str) -> Callable:
+    fn = _REDUCE_FNS[kind]
+
+    def rule(ex: Any, node: Any, inputs: list) -> Any:
+        x = _tensor(ex, inputs[0], node.output.dtype)
+        dim, keepdim = node.attrs["dim"], node.attrs.get("keepdim", False)
+        if x.shape[dim] == 0:
+            raise exc.InternalError(f"{kind} over an empty dimension", loc=node.loc)
+        return fn(x, dim=dim, keepdim=keepdim)
+
+    return rule
+
+
+for _kind in _REDUCE_FNS:
+    ref_lowering(ops.REDUCTIONS[_kind])(_make_reduce(_kind))
+
+_SCAN_FNS = {"cumsum": torch.cumsum, "cumprod": torch.cumprod}
+
+
+def _make_scan(fn: Callable) -> Callable:
+    def rule(ex: Any, node: Any, inputs: list) -> Any:
+        x = inputs[0]
+        dim = node.attrs["dim"]
+        if node.attrs.get("reverse"):
+            return fn(x.flip(dim), dim=dim).flip(dim)
+        return fn(x, dim=dim)
+
+    return rule
+
+
+for _kind, _fn in _SCAN_FNS.items():
+    ref_lowering(ops.SCANS[_kind])(_make_scan(_fn))
+
+
+@ref_lowering(ops.SCANS["cummax"], ops.SCANS["cummin"])
+def _cum_extreme(ex: Any, node: Any, inputs: list) -> Any:
+    fn = torch.cummax if node.op is ops.SCANS["cummax"] else torch.cummin
+    return fn(inputs[0], dim=node.attrs["dim"]).values
+
+
+# -- matmul --------------------------------------------------------------------------------------
+
+
+@ref_lowering(ops.dot)
+def _dot(ex: Any, node: Any, inputs: list) -> Any:
+    a, b, acc = inputs
+    if a.dtype == torch.int8:
+        product = torch.matmul(a.to(torch.int32), b.to(torch.int32))
+    else:
+        compute = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
+        product = torch.matmul(a.to(compute), b.to(compute))
+    if acc is not None:
+        product = acc.to(product.dtype) + product
+    return product.to(node.attrs["out_dtype"])
+
+
+# -- views ---------------------------------------------------------------------------------------
+
+
+@ref_lowering(ops.view_reshape)
+def _reshape(ex: Any, node: Any, inputs: list) -> Any:
+    return inputs[0].reshape(ex.shape(node.attrs["shape"]))
+
+
+@ref_lowering(ops.view_permute)
+def _permute(ex: Any, node: Any, inputs: list) -> Any:
+    return inputs[0].permute(node.attrs["dims"])
+
+
+@ref_lowering(ops.view_expand)
+def _expand(ex: Any, node: Any, inputs: list) -> Any:
+    x = inputs[0]
+    if not isinstance(x, torch.Tensor):
+        x = torch.tensor(x, dtype=node.output.dtype, device=ex.device)
+    return x.expand(ex.shape(node.attrs["shape"]))
+
+
+@ref_lowering(ops.view_subscript)
+def _subscript(ex: Any, node: Any, inputs: list) -> Any:
+    index = tuple(slice(None) if item == "slice" else item for item in node.attrs["items"])
+    return inputs[0][index]
+
+
+# -- creation and tile attributes -------------------------------------------------------------------
+
+
+@ref_lowering(ops.full)
+def _full(ex: Any, node: Any, inputs: list) -> Any:
+    return torch.full(ex.shape(node.attrs["shape"]), node.attrs["value"], dtype=node.attrs["dtype"], device=ex.device)
+
+
+@ref_lowering(ops.arange)
+def _arange(ex: Any, node: Any, inputs: list) -> Any:
+    start = node.attrs["start"]
+    return torch.arange(start, start + ex.resolve(node.attrs["length"]), dtype=node.attrs["dtype"], device=ex.device)
+
+
+@ref_lowering(ops.constant)
+def _constant(ex: Any, node: Any, inputs: list) -> Any:
+    return torch.tensor(node.attrs["value"], dtype=node.attrs["dtype"], device=ex.device)
+
+
+@ref_lowering(*ops.TILE_ATTRS.values())
+def _tile_attr(ex: Any, node: Any, inputs: list) -> Any:
+    name = node.op.name.removeprefix("tile_")
+    tile = inputs[0] if inputs else None
+    if name == "block_size":
+        return ex.block_value[node.attrs["block_id"]] if tile is None else tile.block_size
+    if name == "index":
+        return torch.arange(tile.begin, tile.end, dtype=node.output.dtype, device=ex.device)
+    if name == "begin":
+        return tile.begin
+    if name == "end":
+        return tile.end
+    if name == "id":
+        return tile.begin // tile.block_size
+    if name == "count":
+        return -(-(tile.end - tile.begin) // tile.block_size)
+    raise exc.InternalError(f"unknown tile attribute {name}")
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
+def _is_basic(items: tuple) -> bool:
+    return all(item[0] in ("tile", "full", "const", "scalar", "none") for item in items)
+
+
+def _basic_index(ex: Any, items: tuple, inputs: list) -> tuple:
+    index: list[Any] = []
+    for item in items:
+        kind = item[0]
+        if kind == "tile":
+            tile = inputs[item[1]]
+            index.append(slice(tile.begin, tile.end))
+        elif kind == "full":
+            index.append(slice(item[1], item[1] + item[2]))
+        elif kind == "const":
+            index.append(item[1])
+        elif kind == "scalar":
+            value = inputs[item[1]]
+            index.append(int(value.item()) if isinstance(value, torch.Tensor) else int(value))
+        elif kind == "none":
+            index.append(None)
+    return tuple(index)
+
+
+def _gather_index(ex: Any, node: Any, items: tuple, inputs: list) -> list[torch.Tensor]:
+    """One integer index tensor per tensor dim, all broadcastable to the result shape."""
+    out_rank = node.attrs.get("_out_rank")
+    tensor_shapes = [inputs[i[1]].shape for i in items if i[0] == "tensor"]
+    tensor_rank = len(torch.broadcast_shapes(*tensor_shapes)) if tensor_shapes else 0
+    positions: list[int] = []
+    rank = 0
+    tensor_position = None
+    for item in items:
+        if item[0] in ("tile", "full", "none"):
+            positions.append(rank)
+            rank += 1
+        elif item[0] == "tensor":
+            if tensor_position is None:
+                tensor_position = rank
+                rank += tensor_rank
+            positions.append(tensor_position)
+        else:
+            positions.append(-1)
+    del out_rank
+    indices: list[torch.Tensor] = []
+    for item, position in zip(items, positions):
+        kind = item[0]
+        if kind == "none":
+            continue
+        if kind == "tile":
+            tile = inputs[item[1]]
+            idx = torch.arange(tile.begin, tile.end, device=ex.device)
+        elif kind == "full":
+            idx = torch.arange(item[1], item[1] + item[2], device=ex.device)
+        elif kind == "const":
+            indices.append(torch.tensor(item[1], device=ex.device))
+            continue
+        elif kind == "scalar":
+            value = inputs[item[1]]
+            indices.append(torch.as_tensor(value, device=ex.device).long())
+            continue
+        else:
+            tensor = inputs[item[1]].long()
+            tensor = tensor.reshape((1,) * (tensor_rank - tensor.ndim) + tuple(tensor.shape))
+            shape = [1] * position + list(tensor.shape) + [1] * (rank - position - tensor_rank)
+            indices.append(tensor.reshape(shape))
+            continue
+        shape = [1] * rank
+        shape[position] = idx.numel()
+        indices.append(idx.reshape(shape))
+    return indices
+
+
+def _mask(inputs: list, node: Any) -> torch.Tensor | None:
+    index = node.attrs.get("mask")
+    return None if index is None else inputs[index]
+
+
+def _clamped(indices: list[torch.Tensor], sizes: tuple) -> list[torch.Tensor]:
+    return [idx.clamp(0, max(size - 1, 0)) for idx, size in zip(indices, sizes)]
+
+
+def _result_shape(indices: list[torch.Tensor], node: Any, ex: Any) -> list[int]:
+    return list(torch.broadcast_shapes(*(i.shape for i in indices))) if indices else []
+
+
+@ref_lowering(ops.load)
+def _load(ex: Any, node: Any, inputs: list) -> Any:
+    tensor = ex.host[node.attrs["tensor"].index]
+    items = node.attrs["items"]
+    mask = _mask(inputs, node)
+    if mask is None and _is_basic(items):
+        result = tensor[_basic_index(ex, items, inputs)]
+        return result.clone() if node.attrs["tensor"].index in ex.stored_tensors else result
+    indices = _gather_index(ex, node, items, inputs)
+    if mask is not None:
+        indices = _clamped(indices, tuple(tensor.shape))
+    result = tensor[tuple(indices)] if indices else tensor.clone()
+    result = _restore_none_dims(result, items, indices)
+    if mask is not None:
+        result = torch.where(mask.expand(result.shape) if mask.ndim else mask, result, torch.zeros((), dtype=result.dtype, device=result.device))
+    return result
+
+
+def _restore_none_dims(result: torch.Tensor, items: tuple, indices: list) -> torch.Tensor:
+    # gather indices already include the positions of `None` items as size-1 dims
+    return result
+
+
+@ref_lowering(ops.store)
+def _store(ex: Any, node: Any, inputs: list) -> None:
+    tensor = ex.host[node.attrs["tensor"].index]
+    items = node.attrs["items"]
+    value = inputs[node.attrs["value"]]
+    mask = _mask(inputs, node)
+    if mask is None and _is_basic(items):
+        index = tuple(i for i in _basic_index(ex, items, inputs))
+        tensor[index] = value
+        return
+    indices = _gather_index(ex, node, items, inputs)
+    shape = _result_shape(indices, node, ex)
+    value = value.expand(value.shape if not shape else torch.broadcast_shapes(value.shape, shape)) if isinstance(value, torch.Tensor) else value
+    full_indices = [i.expand(value.shape) for i in indices]
+    if mask is not None:
+        keep = mask.expand(value.shape)
+        full_indices = [i[keep] for i in full_indices]
+        value = value[keep]
+    tensor[tuple(full_indices)] = value
+
+
+@ref_lowering(ops.atomic)
+def _atomic(ex: Any, node: Any, inputs: list) -> Any:
+    tensor = ex.host[node.attrs["tensor"].index]
+    items = node.attrs["items"]
+    value = inputs[node.attrs["value"]]
+    indices = _gather_index(ex, node, items, inputs)
+    shape = torch.broadcast_shapes(value.shape, *(i.shape for i in indices))
+    value = value.expand(shape)
+    full = tuple(i.expand(shape) for i in indices)
+    old = tensor[full].clone()
+    kind = node.attrs["kind"]
+    if kind == "add":
+        tensor.index_put_(full, value, accumulate=True)
+    elif kind in ("max", "min"):
+        flat_index = _linear_index(tensor, full)
+        target = tensor.view(-1) if tensor.is_contiguous() else None
+        if target is None:
+            raise exc.BackendUnsupported(f"atomic_{kind} on a non-contiguous tensor", "ref", loc=node.loc)
+        target.scatter_reduce_(0, flat_index.reshape(-1), value.reshape(-1), "amax" if kind == "max" else "amin")
+    elif kind in ("and", "or", "xor", "xchg", "cas"):
+        # applied element by element so that repeated indices see each other's writes
+        flat_index = _linear_index(tensor, full).reshape(-1).tolist()
+        target = tensor.view(-1)
+        values = value.reshape(-1)
+        expected = inputs[node.attrs["expected"]].expand(shape).reshape(-1) if kind == "cas" else None
+        olds = []
+        for position, (where, v) in enumerate(zip(flat_index, values)):
+            current = target[where].clone()
+            olds.append(current)
+            if kind == "and":
+                target[where] = current & v
+            elif kind == "or":
+                target[where] = current | v
+            elif kind == "xor":
+                target[where] = current ^ v
+            elif kind == "xchg":
+                target[where] = v
+            elif kind == "cas" and bool(current == expected[position]):
+                target[where] = v
+        old = torch.stack(olds).reshape(shape) if olds else old
+    else:
+        raise exc.BackendUnsupported(f"atomic_{kind}", "ref", loc=node.loc)
+    return old
+
+
+def _linear_index(tensor: torch.Tensor, indices: tuple) -> torch.Tensor:
+    linear = torch.zeros_like(indices[0])
+    for idx, stride in zip(indices, tensor.stride()):
+        linear = linear + idx * stride
+    return linear
+
+
+@ref_lowering(ops.device_print)
+def _device_print(ex: Any, node: Any, inputs: list) -> None:
+    print(node.attrs["prefix"], *inputs)

@@ -1,0 +1,433 @@
+"""Split a kernel function into host code and device code, and put device code in functional form.
+
+The host part is the function with its consecutive top-level device loops replaced by one call
+`__helion_device__(<host values the device code reads>)`. The device part is a function of those
+values whose loops and `if`s are rewritten into calls on the tracer:
+
+    for tk in hl.tile(k):                     def __loop_3(__target, acc):
+        acc = torch.addmm(acc, a, b)     ─▶       tk = __target
+                                                  acc = torch.addmm(acc, a, b)
+                                                  return (acc,)
+                                              (acc,) = __hl.loop(hl.tile(k), __loop_3, (acc,), loc)
+
+Loop-carried values are the names a loop body assigns that were bound before the loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import inspect
+import textwrap
+import types
+from typing import Any, Callable
+
+from helion import exc
+
+HOST_DEVICE_CALL = "__helion_device__"
+TRACER_NAME = "__hl"
+
+
+@dataclasses.dataclass
+class KernelSource:
+    fn: Callable
+    filename: str
+    first_lineno: int
+    indent: int
+    lines: list[str]
+    func_def: ast.FunctionDef
+
+    def location(self, node: ast.AST) -> exc.SourceLocation:
+        return source_location(self, getattr(node, "lineno", self.first_lineno), getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None))
+
+
+def source_location(src: KernelSource, lineno: int, col: int | None, end_col: int | None) -> exc.SourceLocation:
+    line_text = ""
+    offset = lineno - src.first_lineno
+    if 0 <= offset < len(src.lines):
+        line_text = src.lines[offset].rstrip("\n")
+    col_text = (col or 0) + src.indent
+    end_text = None if end_col is None else end_col + src.indent
+    return exc.SourceLocation(
+        filename=src.filename,
+        lineno=lineno,
+        col_offset=col_text,
+        end_col_offset=end_text,
+        source_line=line_text,
+        name=src.fn.__name__,
+    )
+
+
+def read_source(fn: Callable) -> KernelSource:
+    try:
+        lines, first_lineno = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or "<unknown>"
+    except (OSError, TypeError) as error:
+        raise exc.InternalError(f"cannot read the source of kernel {fn.__name__!r}: {error}") from error
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    tree = ast.parse(dedented)
+    ast.increment_lineno(tree, first_lineno - 1)
+    func_def = tree.body[0]
+    if not isinstance(func_def, ast.FunctionDef):
+        raise exc.InternalError(f"kernel {fn.__name__!r} is not a plain function definition")
+    return KernelSource(fn, filename, first_lineno, indent, lines, func_def)
+
+
+# ---------------------------------------------------------------------------------------------
+# name analysis
+
+
+def assigned_names(nodes: list[ast.stmt] | ast.AST) -> list[str]:
+    """Names bound by assignments, loop targets and augmented assignments (in order)."""
+    found: list[str] = []
+    roots = nodes if isinstance(nodes, list) else [nodes]
+    for root in roots:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
+                found.append(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not root:
+                pass  # names inside nested functions are their own scope (walk still visits; rare)
+    return found
+
+
+def loaded_names(nodes: list[ast.AST] | ast.AST) -> list[str]:
+    found: list[str] = []
+    roots = nodes if isinstance(nodes, list) else [nodes]
+    for root in roots:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in found:
+                found.append(node.id)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# finding device loops
+
+
+def _resolve(expr: ast.expr, namespace: dict[str, Any]) -> Any:
+    try:
+        return eval(compile(ast.Expression(expr), "<helion>", "eval"), namespace)  # noqa: S307
+    except Exception:
+        return None
+
+
+def is_device_loop(node: ast.stmt, namespace: dict[str, Any]) -> bool:
+    if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+        return False
+    import helion.language as hl
+
+    return _resolve(node.iter.func, namespace) in (hl.tile, hl.grid)
+
+
+def _is_barrier(node: ast.stmt, namespace: dict[str, Any]) -> bool:
+    import helion.language as hl
+
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and _resolve(node.value.func, namespace) is hl.barrier
+    )
+
+
+@dataclasses.dataclass
+class SplitKernel:
+    source: KernelSource
+    host_before: list[ast.stmt]
+    device_stmts: list[ast.stmt]  # the top-level loops (and barriers between them)
+    host_after: list[ast.stmt]
+    device_inputs: list[str]  # host names the device code reads, in order
+    param_names: list[str]
+    host_assigned: set[str]
+
+
+def split_kernel(fn: Callable) -> SplitKernel:
+    src = read_source(fn)
+    func = src.func_def
+    namespace = fn.__globals__
+    _check_signature(src)
+    _check_decorators(src, namespace)
+    if fn.__code__.co_freevars:
+        raise exc.ClosuresNotSupported(fn.__name__, loc=src.location(func))
+
+    body = func.body
+    loop_positions = [i for i, stmt in enumerate(body) if is_device_loop(stmt, namespace)]
+    for stmt in body:
+        if not is_device_loop(stmt, namespace):
+            for inner in ast.walk(stmt):
+                if isinstance(inner, ast.For) and is_device_loop(inner, namespace):
+                    raise exc.NestedGridLoop(loc=src.location(inner))
+    if not loop_positions:
+        raise exc.NoDeviceLoopsInKernel(fn.__name__, loc=src.location(func))
+    first, last = loop_positions[0], loop_positions[-1]
+    for stmt in body[first:last]:
+        if not is_device_loop(stmt, namespace) and not _is_barrier(stmt, namespace):
+            raise exc.TopLevelStatementBetweenLoops(loc=src.location(stmt))
+    for stmt in body[:first] + body[last + 1 :]:
+        if _is_barrier(stmt, namespace):
+            raise exc.BarrierOnlyAllowedAtTopLevel(loc=src.location(stmt))
+
+    host_before, device_stmts, host_after = body[:first], body[first : last + 1], body[last + 1 :]
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    host_assigned = set(params) | set(assigned_names(host_before))
+    device_written = set(assigned_names(device_stmts))
+    for stmt in device_stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in host_assigned:
+                raise exc.CannotModifyHostVariableOnDevice(node.id, loc=src.location(node))
+    after_assigned = set(assigned_names(host_after))
+    for node in ast.walk(ast.Module(body=host_after, type_ignores=[])):
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id in device_written
+            and node.id not in host_assigned
+            and node.id not in after_assigned
+        ):
+            raise exc.CannotReadDeviceVariableOnHost(node.id, loc=src.location(node))
+
+    device_reads = loaded_names(device_stmts)
+    device_inputs = [n for n in device_reads if n in host_assigned]
+    # module-level tensors and numbers read by device code are lifted into kernel arguments
+    for name in device_reads:
+        if name in host_assigned or name in device_written:
+            continue
+        value = namespace.get(name)
+        if _is_liftable_global(value):
+            device_inputs.append(name)
+    return SplitKernel(src, host_before, device_stmts, host_after, device_inputs, params, host_assigned)
+
+
+def _is_liftable_global(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, (torch.Tensor, int, float)) and not isinstance(value, bool)
+
+
+def _check_signature(src: KernelSource) -> None:
+    args = src.func_def.args
+    if args.vararg or args.kwarg or args.kwonlyargs:
+        raise TypeError(f"Helion kernel {src.fn.__name__!r} may not take *args, **kwargs or keyword-only arguments")
+
+
+def _check_decorators(src: KernelSource, namespace: dict[str, Any]) -> None:
+    import helion
+
+    decorators = src.func_def.decorator_list
+    for position, decorator in enumerate(decorators):
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if _resolve(target, namespace) in (helion.kernel, helion.jit) and position != len(decorators) - 1:
+            raise exc.DecoratorAfterHelionKernelDecorator(loc=src.location(decorators[position + 1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# host function
+
+
+def build_host_factory(split: SplitKernel) -> Callable[[Callable], Callable]:
+    """Returns make_host(device_call) -> the host function with the device loops replaced."""
+    func = split.source.func_def
+    call = ast.Expr(
+        ast.Call(
+            func=ast.Name(HOST_DEVICE_CALL, ast.Load()),
+            args=[ast.Name(name, ast.Load()) for name in split.device_inputs],
+            keywords=[],
+        )
+    )
+    ast.copy_location(call, split.device_stmts[0])
+    ast.copy_location(call.value, split.device_stmts[0])
+    host_def = ast.FunctionDef(
+        name=func.name,
+        args=func.args,
+        body=split.host_before + [call] + split.host_after,
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
+    ast.copy_location(host_def, func)
+    return _compile_factory(split, host_def, "__helion_make_host__", [HOST_DEVICE_CALL])
+
+
+def _compile_factory(split: SplitKernel, inner: ast.FunctionDef, factory_name: str, factory_args: list[str]):
+    factory = ast.FunctionDef(
+        name=factory_name,
+        args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(a) for a in factory_args], kwonlyargs=[], kw_defaults=[], defaults=[]
+        ),
+        body=[inner, ast.Return(ast.Name(inner.name, ast.Load()))],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
+    ast.copy_location(factory, inner)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, split.source.filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == factory_name)
+    return factory_code
+
+
+def make_host_function(split: SplitKernel, factory_code: types.CodeType, device_call: Callable) -> Callable:
+    fn = split.source.fn
+    factory = types.FunctionType(factory_code, fn.__globals__, "__helion_make_host__")
+    host = factory(device_call)
+    host.__defaults__ = fn.__defaults__
+    return host
+
+
+# ---------------------------------------------------------------------------------------------
+# device function
+
+
+class DeviceRewriter:
+    """Rewrites device statements into functional form (see module docstring)."""
+
+    def __init__(self, split: SplitKernel) -> None:
+        self.split = split
+        self.counter = 0
+
+    def _loc_tuple(self, node: ast.AST) -> ast.Tuple:
+        return ast.Tuple(
+            [ast.Constant(node.lineno), ast.Constant(node.col_offset), ast.Constant(node.end_col_offset)],
+            ast.Load(),
+        )
+
+    def _tracer_call(self, method: str, args: list[ast.expr]) -> ast.Call:
+        return ast.Call(
+            func=ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), method, ast.Load()), args=args, keywords=[]
+        )
+
+    def _unpack_assign(self, names: list[str], value: ast.expr) -> ast.stmt:
+        if not names:
+            return ast.Expr(value)
+        target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+        return ast.Assign(targets=[target], value=value)
+
+    def _function(self, name: str, params: list[str], body: list[ast.stmt], returns: list[ast.expr]) -> ast.FunctionDef:
+        return ast.FunctionDef(
+            name=name,
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=body + [ast.Return(ast.Tuple(returns, ast.Load()))],
+            decorator_list=[],
+            returns=None,
+            type_params=[],
+        )
+
+    def rewrite_block(self, stmts: list[ast.stmt], defined: set[str]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        defined = set(defined)
+        for stmt in stmts:
+            new = self.rewrite_stmt(stmt, defined)
+            for node in new:
+                ast.copy_location(node, stmt)
+            out.extend(new)
+            defined |= set(assigned_names(stmt))
+        return out
+
+    def rewrite_stmt(self, stmt: ast.stmt, defined: set[str]) -> list[ast.stmt]:
+        loc = self.split.source.location
+        if isinstance(stmt, ast.For):
+            return self._rewrite_for(stmt, defined)
+        if isinstance(stmt, ast.If):
+            return self._rewrite_if(stmt, defined)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) > 1:
+            raise exc.AssignmentMultipleTargets(loc=loc(stmt))
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Assert)):
+            return [stmt]
+        if isinstance(stmt, ast.FunctionDef):
+            return [stmt]
+        names = {
+            ast.Return: "return",
+            ast.While: "while",
+            ast.With: "with",
+            ast.Try: "try",
+            ast.Raise: "raise",
+            ast.Break: "break",
+            ast.Continue: "continue",
+            ast.Delete: "del",
+            ast.Global: "global",
+            ast.Nonlocal: "nonlocal",
+            ast.Import: "import",
+            ast.ImportFrom: "import",
+        }
+        raise exc.StatementNotSupported(names.get(type(stmt), type(stmt).__name__), loc=loc(stmt))
+
+    def _rewrite_for(self, stmt: ast.For, defined: set[str]) -> list[ast.stmt]:
+        if stmt.orelse:
+            raise exc.DeviceLoopElseBlock(loc=self.split.source.location(stmt))
+        self.counter += 1
+        body_name = f"__loop_body_{self.counter}"
+        targets = assigned_names(stmt.target)
+        carried = [n for n in assigned_names(stmt.body) if n in defined and n not in targets]
+        inner_defined = defined | set(targets) | set(carried)
+        body = [ast.Assign(targets=[stmt.target], value=ast.Name("__target", ast.Load()))]
+        body += self.rewrite_block(stmt.body, inner_defined)
+        fn = self._function(body_name, ["__target", *carried], body, [ast.Name(n, ast.Load()) for n in carried])
+        call = self._tracer_call(
+            "loop",
+            [
+                stmt.iter,
+                ast.Name(body_name, ast.Load()),
+                ast.Tuple([ast.Name(n, ast.Load()) for n in carried], ast.Load()),
+                self._loc_tuple(stmt),
+            ],
+        )
+        return [fn, self._unpack_assign(carried, call)]
+
+    def _rewrite_if(self, stmt: ast.If, defined: set[str]) -> list[ast.stmt]:
+        self.counter += 1
+        then_assigned = assigned_names(stmt.body)
+        else_assigned = assigned_names(stmt.orelse)
+        outputs = [n for n in then_assigned + [x for x in else_assigned if x not in then_assigned]]
+        inputs = [n for n in outputs if n in defined]
+
+        def branch(name: str, body: list[ast.stmt], assigned: list[str]) -> ast.FunctionDef:
+            new_body = self.rewrite_block(body, defined) if body else [ast.Pass()]
+            returns: list[ast.expr] = []
+            for out in outputs:
+                if out in assigned or out in inputs:
+                    returns.append(ast.Name(out, ast.Load()))
+                else:
+                    returns.append(ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), "UNDEFINED", ast.Load()))
+            return self._function(name, inputs, new_body, returns)
+
+        then_fn = branch(f"__if_then_{self.counter}", stmt.body, then_assigned)
+        else_fn = branch(f"__if_else_{self.counter}", stmt.orelse, else_assigned)
+        call = self._tracer_call(
+            "if_",
+            [
+                stmt.test,
+                ast.Name(then_fn.name, ast.Load()),
+                ast.Name(else_fn.name, ast.Load()),
+                ast.Tuple([ast.Name(n, ast.Load()) for n in inputs], ast.Load()),
+                self._loc_tuple(stmt),
+            ],
+        )
+        return [then_fn, else_fn, self._unpack_assign(outputs, call)]
+
+
+def build_device_factory(split: SplitKernel) -> types.CodeType:
+    rewriter = DeviceRewriter(split)
+    body = rewriter.rewrite_block(split.device_stmts, set(split.device_inputs))
+    params = [TRACER_NAME, *split.device_inputs]
+    device_def = ast.FunctionDef(
+        name="__helion_device_fn__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
+    ast.copy_location(device_def, split.device_stmts[0])
+    return _compile_factory(split, device_def, "__helion_make_device__", [])
+
+
+def make_device_function(split: SplitKernel, factory_code: types.CodeType, overrides: dict[str, Any]) -> Callable:
+    """The device function, with builtins replaced as device code expects (range → hl.grid, ...)."""
+    namespace = dict(split.source.fn.__globals__)
+    namespace.update(overrides)
+    namespace.setdefault("__builtins__", builtins)
+    factory = types.FunctionType(factory_code, namespace, "__helion_make_device__")
+    return factory()

@@ -1,0 +1,302 @@
+"""Proxy values that device code runs on while it is traced into IR.
+
+- `DeviceValue`: a tensor (possibly 0-D) in registers; torch functions and tensor methods on it
+  go through the torch table (`torch_table.py`).
+- `HostTensor`: a kernel tensor argument; subscripting it is a load or a store.
+- `TileProxy`: the loop variable of `hl.tile` / `hl.grid`.
+- `SymDim`: an int that also remembers which symbolic dimension it is (sizes of full slices).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import sympy
+import torch
+
+from helion import exc
+from helion.ir.core import TensorArg, TensorType, TileType, Value
+
+if TYPE_CHECKING:
+    from helion.frontend.tracer import Tracer
+
+
+class SymDim(int):
+    """The concrete extent of a dimension that has a symbol (e.g. a reduction dim of size n)."""
+
+    expr: sympy.Expr
+
+    def __new__(cls, value: int, expr: sympy.Expr) -> "SymDim":
+        self = super().__new__(cls, value)
+        self.expr = expr
+        return self
+
+
+class BlockSizeInt(int):
+    """What `hl.register_block_size` returns in host code: the config's value, plus its block id
+    so that device code (`hl.tile(n, block_size=bs)`, `hl.zeros([bs])`) can share it."""
+
+    block_id: int
+
+    def __new__(cls, value: int, block_id: int) -> "BlockSizeInt":
+        self = super().__new__(cls, value)
+        self.block_id = block_id
+        return self
+
+
+def _torch_dispatch(tracer: "Tracer", func: Any, args: tuple, kwargs: dict | None) -> Any:
+    return tracer.call_torch(func, args, kwargs or {})
+
+
+class DeviceValue:
+    __slots__ = ("tracer", "value")
+
+    def __init__(self, tracer: "Tracer", value: Value) -> None:
+        self.tracer = tracer
+        self.value = value
+
+    # -- torch protocol ------------------------------------------------------------------------
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        tracer = _find_tracer(args, kwargs)
+        return _torch_dispatch(tracer, func, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(torch.Tensor, name, None)
+        if method is None:
+            raise AttributeError(f"device tensors have no attribute {name!r}")
+        tracer = self.tracer
+
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return tracer.call_torch(method, (self, *args), kwargs)
+
+        return bound
+
+    # -- metadata ------------------------------------------------------------------------------
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.tracer.dim_size(d) for d in self.value.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        shape = self.shape
+        return shape if dim is None else shape[dim]
+
+    @property
+    def device(self) -> torch.device:
+        return self.tracer.device
+
+    @property
+    def T(self) -> "DeviceValue":
+        return self.tracer.call_torch(torch.Tensor.t, (self,), {})
+
+    def __len__(self) -> int:
+        first = self.shape[0]
+        if isinstance(first, int):
+            return first
+        raise exc.TypeInferenceError("len() of a tile-shaped device tensor is not a constant")
+
+    def __bool__(self) -> bool:
+        raise exc.TypeInferenceError(
+            "the truth value of a device tensor is only known on the device; "
+            "use torch.where(...) or an `if` statement on a 0-D value"
+        )
+
+    def __iter__(self):
+        raise exc.TypeInferenceError("cannot iterate over a device tensor; use hl.tile / hl.grid")
+
+    def __index__(self) -> int:
+        raise exc.TypeInferenceError("a device value cannot be used where a Python int is needed")
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.tracer.subscript(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise exc.DeviceTensorSubscriptAssignmentNotAllowed(loc=self.tracer.current_loc())
+
+    def __repr__(self) -> str:
+        return f"DeviceValue({self.value!r}: {self.value.type})"
+
+    __hash__ = object.__hash__
+
+
+def _make_operator(method_name: str):
+    method = getattr(torch.Tensor, method_name)
+
+    def operator(self: DeviceValue, *args: Any) -> Any:
+        return self.tracer.call_torch(method, (self, *args), {})
+
+    operator.__name__ = method_name
+    return operator
+
+
+for _name in (
+    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__ "
+    "__rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __matmul__ __rmatmul__ __and__ __rand__ __or__ "
+    "__ror__ __xor__ __rxor__ __lshift__ __rshift__ __neg__ __pos__ __abs__ __invert__ __eq__ __ne__ "
+    "__lt__ __le__ __gt__ __ge__"
+).split():
+    setattr(DeviceValue, _name, _make_operator(_name))
+DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keeps dict use possible
+
+
+class HostTensor:
+    """A host tensor seen from device code. Only subscripting (load/store) and metadata work."""
+
+    __slots__ = ("tracer", "arg", "real")
+
+    def __init__(self, tracer: "Tracer", arg: TensorArg, real: torch.Tensor) -> None:
+        self.tracer = tracer
+        self.arg = arg
+        self.real = real
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.real.shape
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.real.size() if dim is None else self.real.size(dim)
+
+    def stride(self, dim: int | None = None) -> Any:
+        return self.real.stride() if dim is None else self.real.stride(dim)
+
+    def dim(self) -> int:
+        return self.real.dim()
+
+    @property
+    def ndim(self) -> int:
+        return self.real.ndim
+
+    def numel(self) -> int:
+        return self.real.numel()
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.real.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.real.device
+
+    def __getitem__(self, index: Any) -> DeviceValue:
+        return self.tracer.load(self, index, None, None)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.tracer.store(self, index, value, None)
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        tracer = _find_tracer(args, kwargs)
+        return _torch_dispatch(tracer, func, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(torch.Tensor, name, None)
+        if method is None:
+            raise AttributeError(name)
+        tracer = self.tracer
+
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return tracer.call_torch(method, (self, *args), kwargs)
+
+        return bound
+
+    def __repr__(self) -> str:
+        return f"HostTensor({self.arg})"
+
+
+class TileProxy:
+    """The loop variable of an `hl.tile` (or `hl.grid`, where it is a scalar index) dimension."""
+
+    __slots__ = ("tracer", "value", "block_id")
+
+    def __init__(self, tracer: "Tracer", value: Value) -> None:
+        assert isinstance(value.type, TileType)
+        self.tracer = tracer
+        self.value = value
+        self.block_id = value.type.block_id
+
+    def _attr(self, name: str) -> DeviceValue:
+        return self.tracer.tile_attr(self, name)
+
+    @property
+    def index(self) -> DeviceValue:
+        return self._attr("index")
+
+    @property
+    def begin(self) -> DeviceValue:
+        return self._attr("begin")
+
+    @property
+    def end(self) -> DeviceValue:
+        return self._attr("end")
+
+    @property
+    def block_size(self) -> DeviceValue:
+        return self._attr("block_size")
+
+    @property
+    def id(self) -> DeviceValue:
+        return self._attr("id")
+
+    @property
+    def count(self) -> DeviceValue:
+        return self._attr("count")
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        tracer = _find_tracer(args, kwargs)
+        return _torch_dispatch(tracer, func, args, kwargs)
+
+    def __iter__(self):
+        raise exc.FailedToUnpackTile(loc=self.tracer.current_loc())
+
+    def __bool__(self) -> bool:
+        raise exc.IncorrectTileUsage("a tile used as a boolean", loc=self.tracer.current_loc())
+
+    def __index__(self) -> int:
+        raise exc.IncorrectTileUsage("a tile used as a Python int", loc=self.tracer.current_loc())
+
+    def __repr__(self) -> str:
+        return f"Tile({self.block_id})"
+
+
+def _tile_operator(method_name: str):
+    def operator(self: TileProxy, *args: Any) -> Any:
+        # tile arithmetic means arithmetic on its indices: `tile + 1` is `tile.index + 1`
+        return getattr(self.index, method_name)(*args)
+
+    operator.__name__ = method_name
+    return operator
+
+
+for _name in "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __mod__ __lt__ __le__ __gt__ __ge__".split():
+    setattr(TileProxy, _name, _tile_operator(_name))
+
+
+def _find_tracer(args: Any, kwargs: Any) -> "Tracer":
+    stack = [args, kwargs]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (DeviceValue, HostTensor, TileProxy)):
+            return item.tracer
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    from helion.language._context import current_mode
+
+    return current_mode()
+
+
+def is_tensor_type(value: Value) -> bool:
+    return isinstance(value.type, TensorType)

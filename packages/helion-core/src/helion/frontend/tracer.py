@@ -1,0 +1,745 @@
+"""Trace device code on proxy values into Kernel IR.
+
+The tracer is the mode (see `helion.language._context`) that `hl.*` functions dispatch to while the
+rewritten device function runs. It owns the IR being built, the stack of open regions, and the
+block-size table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from helion import exc
+from helion.frontend.proxies import BlockSizeInt, DeviceValue, HostTensor, SymDim, TileProxy
+from helion.ir.core import (
+    Block,
+    BlockSizeInfo,
+    KernelIR,
+    LoopInfo,
+    Node,
+    ScalarArg,
+    TensorArg,
+    TensorType,
+    TileType,
+    Value,
+)
+from helion.language import ConstExpr
+from helion.language import _ops as ops
+from helion.language._context import active_mode
+
+
+class _Undefined:
+    """A name assigned in only one branch of an `if`: using it later is an error."""
+
+    def __repr__(self) -> str:
+        return "<undefined>"
+
+
+UNDEFINED = _Undefined()
+
+# hint for the extent of a loop whose bounds are only known on the device
+DATA_DEPENDENT_HINT = 128
+
+
+@dataclasses.dataclass
+class TileLoopRequest:
+    """What `hl.tile(...)` / `hl.grid(...)` returns while tracing; `Tracer.loop` consumes it."""
+
+    begins: list[Any]
+    ends: list[Any]
+    block_sizes: list[Any]
+    is_grid: bool
+    multi: bool  # called with a sequence: the loop variable is a tuple of tiles
+
+    def __iter__(self):
+        raise exc.LoopFunctionNotInFor()
+
+
+@dataclasses.dataclass
+class HostInput:
+    """How one host value entered the device code."""
+
+    name: str
+    kind: str  # "tensor" | "scalar" (runtime argument) | "constant" (baked) | "other"
+    value: Any
+
+
+class Tracer:
+    UNDEFINED = UNDEFINED
+
+    def __init__(
+        self,
+        name: str,
+        filename: str,
+        source_lines: tuple[int, int],
+        device: torch.device,
+        host_block_sizes: list[BlockSizeInfo],
+        location_fn: Callable[[int, int | None, int | None], exc.SourceLocation],
+    ) -> None:
+        self.ir = KernelIR(name)
+        self.ir.filename = filename
+        self.ir.block_sizes = list(host_block_sizes)
+        self.source_lines = source_lines
+        self.location_fn = location_fn
+        self.device = device
+        self.blocks: list[Block] = [self.ir.body]
+        self.loop_depth = 0
+        self.rdims_by_size: dict[int, int] = {}
+        self.inputs: list[HostInput] = []
+        self.barrier_count = 0
+
+    # ------------------------------------------------------------------------------------------
+    # entry
+
+    def trace(self, device_fn: Callable, names: Sequence[str], values: Sequence[Any], runtime_scalars: set[str]) -> KernelIR:
+        proxies = [self._enter_host_value(i, n, v, runtime_scalars) for i, (n, v) in enumerate(zip(names, values))]
+        numel = max((t.numel() for t in values if isinstance(t, torch.Tensor)), default=0)
+        self.ir.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
+        with active_mode(self):
+            device_fn(self, *proxies)
+        return self.ir
+
+    def _enter_host_value(self, index: int, name: str, value: Any, runtime_scalars: set[str]) -> Any:
+        if isinstance(value, torch.Tensor):
+            arg = TensorArg(name, index, tuple(value.shape), tuple(value.stride()), value.dtype, value.device)
+            self.ir.tensor_args.append(arg)
+            self.inputs.append(HostInput(name, "tensor", value))
+            return HostTensor(self, arg, value)
+        if isinstance(value, ConstExpr):
+            self.inputs.append(HostInput(name, "constant", value))
+            return value.value
+        if isinstance(value, (int, float)) and not isinstance(value, (bool, BlockSizeInt)) and name in runtime_scalars:
+            dtype = torch.int64 if isinstance(value, int) else torch.float32
+            block_arg = Value(TensorType((), dtype), name)
+            self.ir.body.args.append(block_arg)
+            self.ir.scalar_args.append(ScalarArg(name, index, dtype, block_arg))
+            self.inputs.append(HostInput(name, "scalar", value))
+            return DeviceValue(self, block_arg)
+        if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
+            self.inputs.append(HostInput(name, "constant", value))
+            return value
+        if isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
+            raise exc.UnsupportedPythonType(f"a {type(value).__name__} of tensors ({name!r}) in device code")
+        self.inputs.append(HostInput(name, "other", value))
+        return value
+
+    # ------------------------------------------------------------------------------------------
+    # locations and errors
+
+    def current_loc(self) -> exc.SourceLocation | None:
+        frame = sys._getframe(1)
+        first, last = self.source_lines
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == self.ir.filename and first <= frame.f_lineno <= last:
+                positions = list(code.co_positions())
+                index = frame.f_lasti // 2
+                if 0 <= index < len(positions):
+                    line, _, col, end_col = positions[index]
+                    return self.location_fn(line or frame.f_lineno, col, end_col)
+                return self.location_fn(frame.f_lineno, None, None)
+            frame = frame.f_back
+        return None
+
+    def unsupported(self, api_name: str) -> Any:
+        raise exc.NotAllowedOnDevice(f"hl.{api_name}", loc=self.current_loc())
+
+    # ------------------------------------------------------------------------------------------
+    # building IR
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def emit(self, op: ops.Op, inputs: Sequence[Any], attrs: dict[str, Any] | None = None, types: list | None = None) -> Node:
+        attrs = attrs or {}
+        inputs = list(inputs)
+        if types is None:
+            try:
+                types = op.type_rule(inputs, attrs) if op.type_rule else []
+            except ValueError as error:
+                raise exc.ShapeMismatch(str(error), loc=self.current_loc()) from None
+        outputs = [Value(t, op.name.split("_")[-1][:6]) for t in types]
+        node = Node(op, inputs, attrs, outputs, loc=self.current_loc())
+        self.block.nodes.append(node)
+        return node
+
+    def wrap(self, node: Node) -> DeviceValue:
+        return DeviceValue(self, node.output)
+
+    def to_operand(self, value: Any, what: str = "operand") -> Any:
+        """Proxy or python value -> IR operand (Value or constant)."""
+        if isinstance(value, DeviceValue):
+            return value.value
+        if isinstance(value, TileProxy):
+            return self.tile_attr(value, "index").value
+        if isinstance(value, HostTensor):
+            raise exc.HostTensorDirectUsage(value.arg.name, loc=self.current_loc())
+        if isinstance(value, SymDim):
+            return int(value)
+        if isinstance(value, ConstExpr):
+            return value.value
+        if isinstance(value, (bool, int, float)):
+            return value
+        if value is UNDEFINED:
+            raise exc.UndefinedVariable("a variable assigned in only one branch of an `if`", loc=self.current_loc())
+        if isinstance(value, torch.Tensor):
+            raise exc.HostTensorDirectUsage("a tensor created in device code with torch on the host", loc=self.current_loc())
+        raise exc.TypeInferenceError(f"unsupported {what} of type {type(value).__name__} in device code")
+
+    def as_value(self, value: Any, dtype: torch.dtype | None = None) -> Value:
+        """Like to_operand, but constants become 0-D values."""
+        operand = self.to_operand(value)
+        if isinstance(operand, Value):
+            return operand
+        if dtype is None:
+            dtype = torch.bool if isinstance(operand, bool) else torch.int64 if isinstance(operand, int) else torch.float32
+        return self.emit(ops.constant, [], {"value": operand, "dtype": dtype}).output
+
+    # ------------------------------------------------------------------------------------------
+    # block sizes and dimensions
+
+    def _new_block(self, kind: str, size_hint: int, *, fixed: int | None = None) -> BlockSizeInfo:
+        block_id = len(self.ir.block_sizes)
+        prefix = "_RDIM_SIZE_" if kind == "reduction" else "_BLOCK_SIZE_"
+        info = BlockSizeInfo(
+            block_id=block_id,
+            kind=kind,
+            size_hint=max(int(size_hint), 1),
+            symbol=sympy.Symbol(f"{prefix}{block_id}", integer=True, positive=True),
+            fixed_value=fixed,
+            loc=self.current_loc(),
+        )
+        self.ir.block_sizes.append(info)
+        return info
+
+    def reduction_dim(self, size: int) -> sympy.Expr:
+        """The symbol of the full-slice dimension of extent `size` (shared by equal sizes)."""
+        if size == 1:
+            return sympy.Integer(1)
+        if size not in self.rdims_by_size:
+            self.rdims_by_size[size] = self._new_block("reduction", size).block_id
+        return self.ir.block_sizes[self.rdims_by_size[size]].symbol
+
+    def dim_size(self, dim: sympy.Expr) -> Any:
+        """What `x.shape[i]` gives device code for a dimension of IR shape `dim`."""
+        if dim.is_Integer:
+            return int(dim)
+        for info in self.ir.block_sizes:
+            if info.symbol == dim:
+                if info.kind == "reduction":
+                    return SymDim(info.size_hint, dim)
+                return self.wrap(self.emit(ops.TILE_ATTRS["block_size"], [], {"block_id": info.block_id}, [TensorType((), torch.int32)]))
+        raise exc.TypeInferenceError(f"the size {dim} is not known in device code")
+
+    def shape_item(self, item: Any) -> sympy.Expr:
+        """A size given to hl.full / reshape: int, tile, block size or a symbolic dim."""
+        if isinstance(item, TileProxy):
+            return self.ir.block_sizes[item.block_id].symbol
+        if isinstance(item, BlockSizeInt):
+            return self.ir.block_sizes[item.block_id].symbol
+        if isinstance(item, SymDim):
+            return item.expr
+        if isinstance(item, DeviceValue) and item.value.producer is not None:
+            producer = item.value.producer
+            if producer.op is ops.TILE_ATTRS["block_size"]:
+                return self.ir.block_sizes[producer.attrs["block_id"]].symbol
+        if isinstance(item, ConstExpr):
+            item = item.value
+        if isinstance(item, int) and not isinstance(item, bool):
+            return sympy.Integer(item)
+        raise exc.TypeInferenceError(
+            f"a shape entry must be an int, a tile or a block size, not {type(item).__name__}"
+        )
+
+    # ------------------------------------------------------------------------------------------
+    # loops
+
+    def hl_tile(self, begin_or_end: Any, end_or_none: Any = None, *, block_size: Any = None) -> TileLoopRequest:
+        return self._loop_request(begin_or_end, end_or_none, block_size, is_grid=False)
+
+    def hl_grid(self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None) -> TileLoopRequest:
+        if step not in (None, 1):
+            raise exc.NotAllowedOnDevice("hl.grid with a step other than 1", loc=self.current_loc())
+        return self._loop_request(begin_or_end, end_or_none, None, is_grid=True)
+
+    def _loop_request(self, begin_or_end: Any, end_or_none: Any, block_size: Any, *, is_grid: bool) -> TileLoopRequest:
+        multi = isinstance(begin_or_end, (list, tuple, torch.Size))
+        if end_or_none is None:
+            ends = list(begin_or_end) if multi else [begin_or_end]
+            begins = [0] * len(ends)
+        else:
+            begins = list(begin_or_end) if multi else [begin_or_end]
+            ends = list(end_or_none) if isinstance(end_or_none, (list, tuple, torch.Size)) else [end_or_none]
+            multi = multi or isinstance(end_or_none, (list, tuple, torch.Size))
+        if len(begins) != len(ends):
+            raise exc.RankMismatch(len(begins), len(ends), "begin and end of hl.tile", loc=self.current_loc())
+        if isinstance(block_size, (list, tuple)):
+            block_sizes = list(block_size)
+        else:
+            block_sizes = [block_size] * len(ends)
+        for bound in begins + ends:
+            if isinstance(bound, TileProxy):
+                raise exc.TileOfTile(loc=self.current_loc())
+        return TileLoopRequest(begins, ends, block_sizes, is_grid, multi)
+
+    def _bound_operand(self, bound: Any) -> Any:
+        if isinstance(bound, DeviceValue):
+            if bound.ndim != 0:
+                raise exc.TypeInferenceError("loop bounds must be scalars (0-D)", loc=self.current_loc())
+            return bound.value
+        return self.to_operand(bound, "loop bound")
+
+    def _hint(self, begin: Any, end: Any) -> int:
+        if isinstance(begin, int) and isinstance(end, int):
+            if begin > end:
+                raise exc.InvalidTileRange(begin, end, loc=self.current_loc())
+            return end - begin
+        if isinstance(end, int):
+            return end
+        return DATA_DEPENDENT_HINT
+
+    def loop(self, iterable: Any, body_fn: Callable, carried: tuple, loc: tuple) -> tuple:
+        if not isinstance(iterable, TileLoopRequest):
+            return self._unrolled_loop(iterable, body_fn, carried)
+        request = iterable
+        top_level = self.loop_depth == 0 and len(self.blocks) == 1
+        begins = [self._bound_operand(b) for b in request.begins]
+        ends = [self._bound_operand(e) for e in request.ends]
+        block_ids = []
+        for begin, end, block_size in zip(begins, ends, request.block_sizes):
+            hint = self._hint(begin, end)
+            if request.is_grid:
+                info = self._new_block("grid", hint, fixed=1)
+            elif isinstance(block_size, BlockSizeInt):
+                info = self.ir.block_sizes[block_size.block_id]
+            elif block_size is None:
+                info = self._new_block("tile", hint)
+            elif isinstance(block_size, int):
+                if block_size <= 0:
+                    raise exc.InvalidConfig(f"block_size must be positive, got {block_size}")
+                info = self._new_block("fixed", hint, fixed=block_size)
+            else:
+                raise exc.TypeInferenceError(
+                    f"block_size must be None, an int or hl.register_block_size(), not {type(block_size).__name__}",
+                    loc=self.current_loc(),
+                )
+            block_ids.append(info.block_id)
+        loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=self.location_fn(*loc))
+        self.ir.loops.append(loop_info)
+        tiles = [Value(TileType(b, request.is_grid), "tile") for b in block_ids]
+        carried_values = [self.as_value(c) if not isinstance(c, DeviceValue) else c.value for c in carried]
+        for c in carried:
+            if isinstance(c, (TileProxy, HostTensor)) or c is UNDEFINED:
+                raise exc.TypeInferenceError("only device tensors and numbers can be carried by a loop", loc=loop_info.loc)
+        inner_carried = [Value(v.type, v.name_hint) for v in carried_values]
+        body = Block(tiles + inner_carried)
+        self.blocks.append(body)
+        self.loop_depth += 1
+        try:
+            tile_proxies = [self._loop_variable(t, request.is_grid) for t in tiles]
+            target = tuple(tile_proxies) if request.multi else tile_proxies[0]
+            results = body_fn(target, *[DeviceValue(self, v) for v in inner_carried])
+            body.yields = [self._coerce_carried(r, init, loop_info.loc) for r, init in zip(results, carried_values)]
+        finally:
+            self.loop_depth -= 1
+            self.blocks.pop()
+        op = ops.grid_loop if top_level else ops.tile_loop
+        attrs = {"block_ids": block_ids, "begins": begins, "ends": ends, "loop_id": loop_info.loop_id, "is_grid": request.is_grid}
+        node = Node(op, carried_values, attrs, [Value(v.type, v.name_hint) for v in carried_values], [body], loop_info.loc)
+        loop_info.node = node
+        self.block.nodes.append(node)
+        return tuple(DeviceValue(self, v) for v in node.outputs)
+
+    def _loop_variable(self, tile: Value, is_grid: bool) -> Any:
+        proxy = TileProxy(self, tile)
+        if is_grid:
+            return self.tile_attr(proxy, "begin")  # hl.grid yields scalar indices
+        return proxy
+
+    def _coerce_carried(self, result: Any, init: Value, loc: exc.SourceLocation | None) -> Value:
+        value = self.as_value(result, init.dtype)
+        if value.type == init.type:
+            return value
+        if isinstance(value.type, TensorType) and isinstance(init.type, TensorType):
+            try:
+                shape = ops.broadcast_shapes(value.shape, init.shape)
+            except ValueError:
+                shape = None
+            if shape == init.shape:
+                if value.shape != init.shape:
+                    value = self.emit(ops.view_expand, [value], {"shape": init.shape}).output
+                if value.dtype != init.dtype:
+                    value = self.emit(ops.cast, [value], {"dtype": init.dtype}).output
+                return value
+        raise exc.ControlFlowTensorMismatch(str(init.type), str(value.type), loc=loc)
+
+    def _unrolled_loop(self, iterable: Any, body_fn: Callable, carried: tuple) -> tuple:
+        if isinstance(iterable, (DeviceValue, HostTensor)):
+            raise exc.InvalidDeviceForLoop(loc=self.current_loc())
+        try:
+            items = list(iterable)
+        except TypeError:
+            raise exc.InvalidDeviceForLoop(loc=self.current_loc()) from None
+        for item in items:
+            carried = tuple(body_fn(item, *carried))
+        return carried
+
+    def if_(self, cond: Any, then_fn: Callable, else_fn: Callable, inputs: tuple, loc: tuple) -> tuple:
+        if isinstance(cond, ConstExpr):
+            cond = cond.value
+        if not isinstance(cond, (DeviceValue, TileProxy)):
+            return tuple((then_fn if cond else else_fn)(*inputs))
+        location = self.location_fn(*loc)
+        cond_value = self.to_operand(cond)
+        if cond_value.type.ndim != 0:
+            raise exc.TypeInferenceError(
+                "`if` on a tensor with dimensions is data dependent per lane; use torch.where", loc=location
+            )
+        branches = []
+        results = []
+        for fn in (then_fn, else_fn):
+            block = Block()
+            self.blocks.append(block)
+            try:
+                results.append(list(fn(*inputs)))
+            finally:
+                self.blocks.pop()
+            branches.append(block)
+        outputs = []
+        yields: list[list[Any]] = [[], []]
+        for position, (a, b) in enumerate(zip(*results)):
+            if a is UNDEFINED or b is UNDEFINED:
+                outputs.append(None)
+                continue
+            if not isinstance(a, DeviceValue) and not isinstance(b, DeviceValue) and a is b:
+                outputs.append(("same", a))
+                continue
+            pair = []
+            for side, value in enumerate((a, b)):
+                self.blocks.append(branches[side])
+                try:
+                    pair.append(self.as_value(value))
+                finally:
+                    self.blocks.pop()
+            va, vb = pair
+            if va.type != vb.type:
+                dtype = ops.promote_types(va, vb)
+                shape = ops.broadcast_shapes(va.shape, vb.shape)
+                fixed = []
+                for side, v in enumerate((va, vb)):
+                    self.blocks.append(branches[side])
+                    try:
+                        if v.shape != shape:
+                            v = self.emit(ops.view_expand, [v], {"shape": shape}).output
+                        if v.dtype != dtype:
+                            v = self.emit(ops.cast, [v], {"dtype": dtype}).output
+                    finally:
+                        self.blocks.pop()
+                    fixed.append(v)
+                va, vb = fixed
+            yields[0].append(va)
+            yields[1].append(vb)
+            outputs.append(("value", va.type))
+        branches[0].yields, branches[1].yields = yields
+        out_values = [Value(o[1], "phi") for o in outputs if o is not None and o[0] == "value"]
+        node = Node(ops.if_, [cond_value], {}, out_values, branches, location)
+        self.block.nodes.append(node)
+        result = []
+        values = iter(out_values)
+        for o in outputs:
+            if o is None:
+                result.append(UNDEFINED)
+            elif o[0] == "same":
+                result.append(o[1])
+            else:
+                result.append(DeviceValue(self, next(values)))
+        return tuple(result)
+
+    # ------------------------------------------------------------------------------------------
+    # tile attributes
+
+    def tile_attr(self, tile: TileProxy, name: str) -> DeviceValue:
+        info = self.ir.block_sizes[tile.block_id]
+        if name == "index":
+            shape = (info.symbol,) if info.kind != "grid" else (sympy.Integer(1),)
+            ty = TensorType(shape, self.ir.index_dtype)
+        else:
+            ty = TensorType((), self.ir.index_dtype)
+        node = self.emit(ops.TILE_ATTRS[name], [tile.value], {"block_id": tile.block_id}, [ty])
+        return self.wrap(node)
+
+    # ------------------------------------------------------------------------------------------
+    # memory
+
+    def _index_items(self, tensor: HostTensor, index: Any) -> tuple[list[tuple], list[Any], tuple[sympy.Expr, ...]]:
+        """Classify subscript items; returns (item descriptors, dynamic inputs, result shape)."""
+        if not isinstance(index, (tuple, list)):
+            index = (index,)
+        index = list(index)
+        if any(i is Ellipsis for i in index):
+            position = index.index(Ellipsis)
+            consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+            index[position : position + 1] = [slice(None)] * (tensor.ndim - consumed)
+        consumed = sum(1 for i in index if i is not None)
+        if consumed != tensor.ndim:
+            raise exc.RankMismatch(tensor.ndim, consumed, f"indexing {tensor.arg.name}", loc=self.current_loc())
+        items: list[tuple] = []
+        inputs: list[Any] = []
+        shape: list[sympy.Expr] = []
+        tensor_shapes: list[tuple] = []
+        tensor_position = None
+        dim = 0
+        for item in index:
+            if item is None:
+                items.append(("none",))
+                shape.append(sympy.Integer(1))
+                continue
+            size = tensor.shape[dim]
+            if isinstance(item, TileProxy):
+                info = self.ir.block_sizes[item.block_id]
+                if info.kind == "grid":
+                    inputs.append(self.tile_attr(item, "begin").value)
+                    items.append(("scalar", len(inputs) - 1))
+                else:
+                    inputs.append(item.value)
+                    items.append(("tile", len(inputs) - 1, item.block_id))
+                    shape.append(info.symbol)
+            elif isinstance(item, slice):
+                start, stop, step = item.indices(size)
+                if step != 1:
+                    raise exc.InvalidIndexingType("slices with a step", loc=self.current_loc())
+                length = max(stop - start, 0)
+                dim_expr = self.reduction_dim(length)
+                items.append(("full", start, length))
+                shape.append(dim_expr)
+            elif isinstance(item, (int, SymDim)) and not isinstance(item, bool):
+                value = int(item)
+                if value < 0:
+                    value += size
+                items.append(("const", value))
+            elif isinstance(item, DeviceValue):
+                if item.dtype == torch.bool:
+                    raise exc.DataDependentOutputShapeNotSupported("boolean-mask indexing", loc=self.current_loc())
+                if item.dtype.is_floating_point:
+                    raise exc.InvalidIndexingType("a floating-point tensor", loc=self.current_loc())
+                inputs.append(item.value)
+                if item.ndim == 0:
+                    items.append(("scalar", len(inputs) - 1))
+                else:
+                    items.append(("tensor", len(inputs) - 1))
+                    tensor_shapes.append(item.value.shape)
+                    if tensor_position is None:
+                        tensor_position = len(shape)
+                        shape.append(None)  # placeholder for the broadcast index shape
+            else:
+                raise exc.InvalidIndexingType(type(item).__name__, loc=self.current_loc())
+            dim += 1
+        if tensor_position is not None:
+            try:
+                broadcast = ops.broadcast_shapes(*tensor_shapes)
+            except ValueError as error:
+                raise exc.ShapeMismatch(str(error), loc=self.current_loc()) from None
+            shape[tensor_position : tensor_position + 1] = list(broadcast)
+        return items, inputs, tuple(shape)
+
+    def load(self, tensor: Any, index: Any, extra_mask: Any, eviction_policy: str | None) -> DeviceValue:
+        if not isinstance(tensor, HostTensor):
+            if isinstance(tensor, DeviceValue):
+                return self.subscript(tensor, index)
+            raise exc.InvalidIndexingType(f"hl.load of a {type(tensor).__name__}", loc=self.current_loc())
+        items, inputs, shape = self._index_items(tensor, index)
+        mask_index = None
+        if extra_mask is not None:
+            inputs.append(self.as_value(extra_mask, torch.bool))
+            mask_index = len(inputs) - 1
+        attrs = {
+            "tensor": tensor.arg,
+            "items": tuple(items),
+            "mask": mask_index,
+            "eviction_policy": eviction_policy,
+        }
+        return self.wrap(self.emit(ops.load, inputs, attrs, [TensorType(shape, tensor.dtype)]))
+
+    def store(self, tensor: Any, index: Any, value: Any, extra_mask: Any) -> None:
+        if not isinstance(tensor, HostTensor):
+            if isinstance(tensor, DeviceValue):
+                raise exc.DeviceTensorSubscriptAssignmentNotAllowed(loc=self.current_loc())
+            raise exc.NonTensorSubscriptAssign(type(tensor).__name__, loc=self.current_loc())
+        items, inputs, shape = self._index_items(tensor, index)
+        stored = self._stored_value(value, shape, tensor.dtype)
+        inputs.append(stored)
+        value_index = len(inputs) - 1
+        mask_index = None
+        if extra_mask is not None:
+            inputs.append(self.as_value(extra_mask, torch.bool))
+            mask_index = len(inputs) - 1
+        attrs = {"tensor": tensor.arg, "items": tuple(items), "value": value_index, "mask": mask_index}
+        self.emit(ops.store, inputs, attrs, [])
+
+    def _stored_value(self, value: Any, shape: tuple[sympy.Expr, ...], dtype: torch.dtype) -> Value:
+        if isinstance(value, (bool, int, float)) and not isinstance(value, DeviceValue):
+            return self.emit(ops.full, [], {"shape": shape, "value": value, "dtype": dtype}).output
+        stored = self.as_value(value)
+        vshape = stored.shape
+        # extra leading size-1 dims are allowed (squeezed)
+        while len(vshape) > len(shape) and vshape[0] == 1:
+            stored = self.emit(ops.view_reshape, [stored], {"shape": vshape[1:]}).output
+            vshape = stored.shape
+        try:
+            broadcast = ops.broadcast_shapes(vshape, shape)
+        except ValueError:
+            broadcast = None
+        if broadcast != tuple(shape):
+            raise exc.ShapeMismatch(f"cannot store a value of shape {list(vshape)} into a slice of shape {list(shape)}", loc=self.current_loc())
+        if vshape != tuple(shape):
+            stored = self.emit(ops.view_expand, [stored], {"shape": tuple(shape)}).output
+        if stored.dtype != dtype:
+            stored = self.emit(ops.cast, [stored], {"dtype": dtype}).output
+        return stored
+
+    def hl_load(self, tensor: Any, index: list, extra_mask: Any = None, eviction_policy: str | None = None) -> DeviceValue:
+        if eviction_policy not in (None, "", "evict_first", "evict_last", "first", "last"):
+            raise exc.InvalidConfig(f"eviction_policy must be evict_first or evict_last, got {eviction_policy!r}")
+        return self.load(tensor, tuple(index), extra_mask, eviction_policy)
+
+    def hl_store(self, tensor: Any, index: list, value: Any, extra_mask: Any = None) -> None:
+        self.store(tensor, tuple(index), value, extra_mask)
+
+    def hl_atomic(self, kind: str, target: Any, index: list, value: Any, sem: str = "relaxed", expected: Any = None) -> DeviceValue:
+        if not isinstance(target, HostTensor):
+            raise exc.AtomicOnDeviceTensor(f"hl.atomic_{kind}", loc=self.current_loc())
+        if sem not in ("relaxed", "acquire", "release", "acq_rel"):
+            raise exc.InvalidConfig(f"sem must be relaxed, acquire, release or acq_rel, got {sem!r}")
+        if kind in ("and", "or", "xor") and target.dtype.is_floating_point:
+            raise exc.TypeInferenceError(f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}", loc=self.current_loc())
+        items, inputs, shape = self._index_items(target, tuple(index))
+        inputs.append(self._stored_value(value, shape, target.dtype))
+        attrs = {"tensor": target.arg, "items": tuple(items), "value": len(inputs) - 1, "mask": None, "kind": kind, "sem": sem}
+        if expected is not None:
+            inputs.append(self._stored_value(expected, shape, target.dtype))
+            attrs["expected"] = len(inputs) - 1
+        return self.wrap(self.emit(ops.atomic, inputs, attrs, [TensorType(shape, target.dtype)]))
+
+    def subscript(self, value: DeviceValue, index: Any) -> DeviceValue:
+        if not isinstance(index, tuple):
+            index = (index,)
+        index = list(index)
+        if any(i is Ellipsis for i in index):
+            position = index.index(Ellipsis)
+            consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+            index[position : position + 1] = [slice(None)] * (value.ndim - consumed)
+        consumed = sum(1 for i in index if i is not None)
+        if consumed > value.ndim:
+            raise exc.RankMismatch(value.ndim, consumed, "indexing a device tensor", loc=self.current_loc())
+        index += [slice(None)] * (value.ndim - consumed)
+        items: list[Any] = []
+        shape: list[sympy.Expr] = []
+        dim = 0
+        for item in index:
+            if item is None:
+                items.append(None)
+                shape.append(sympy.Integer(1))
+            elif isinstance(item, slice) and item == slice(None):
+                items.append("slice")
+                shape.append(value.value.shape[dim])
+                dim += 1
+            elif isinstance(item, int) and not isinstance(item, bool) and value.value.shape[dim].is_Integer:
+                items.append(item % int(value.value.shape[dim]))
+                dim += 1
+            else:
+                raise exc.InvalidIndexingType(
+                    f"{type(item).__name__} on a device tensor (only None, ':' and constant ints work; "
+                    "load from the host tensor instead)",
+                    loc=self.current_loc(),
+                )
+        return self.wrap(self.emit(ops.view_subscript, [value.value], {"items": tuple(items), "shape": tuple(shape)}))
+
+    def hl_subscript(self, tensor: Any, index: list) -> DeviceValue:
+        return self.subscript(tensor, tuple(index))
+
+    # ------------------------------------------------------------------------------------------
+    # creation
+
+    def hl_full(self, shape: list, value: Any, dtype: torch.dtype) -> DeviceValue:
+        dims = tuple(self.shape_item(s) for s in shape)
+        if isinstance(value, (DeviceValue,)):
+            scalar = self.to_operand(value)
+            full = self.emit(ops.full, [], {"shape": dims, "value": 0, "dtype": dtype}).output
+            return self.wrap(self.emit(ops.BINARY["add"], [full, scalar], {}, [TensorType(dims, dtype)]))
+        if isinstance(value, ConstExpr):
+            value = value.value
+        if not isinstance(value, (bool, int, float)):
+            raise exc.TypeInferenceError(f"hl.full value must be a number, got {type(value).__name__}", loc=self.current_loc())
+        return self.wrap(self.emit(ops.full, [], {"shape": dims, "value": value, "dtype": dtype}))
+
+    def hl_arange(self, *args: Any, dtype: torch.dtype | None = None) -> DeviceValue:
+        if len(args) == 1:
+            start, end = 0, args[0]
+        elif len(args) == 2:
+            start, end = args
+        else:
+            raise exc.NotAllowedOnDevice("hl.arange with a step", loc=self.current_loc())
+        dtype = dtype or self.ir.index_dtype
+        if isinstance(end, (BlockSizeInt, TileProxy)) or isinstance(end, DeviceValue):
+            length = self.shape_item(end)
+        elif isinstance(start, int) and isinstance(end, int):
+            length = sympy.Integer(end - start)
+        else:
+            raise exc.TypeInferenceError("hl.arange bounds must be ints or block sizes", loc=self.current_loc())
+        return self.wrap(self.emit(ops.arange, [], {"start": start, "length": length, "dtype": dtype}))
+
+    # ------------------------------------------------------------------------------------------
+    # matmul, scans, misc
+
+    def hl_dot(self, mat1: Any, mat2: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> DeviceValue:
+        from helion.frontend.torch_table import emit_dot
+
+        return emit_dot(self, mat1, mat2, acc, out_dtype, default_float32=True)
+
+    def hl_scan(self, kind: str, input: Any, dim: int, reverse: bool = False) -> DeviceValue:
+        value = self.as_value(input)
+        dim = dim % max(value.type.ndim, 1)
+        return self.wrap(self.emit(ops.SCANS[kind], [value], {"dim": dim, "reverse": reverse}))
+
+    def hl_device_print(self, prefix: str, *values: Any) -> None:
+        operands = [self.as_value(v) for v in values]
+        self.emit(ops.device_print, operands, {"prefix": str(prefix)}, [])
+
+    def hl_breakpoint(self) -> None:
+        raise exc.BreakpointInDeviceLoopRequiresInterpret(loc=self.current_loc())
+
+    def hl_barrier(self) -> None:
+        if self.loop_depth:
+            raise exc.BarrierOnlyAllowedAtTopLevel(loc=self.current_loc())
+        self.ir.uses_barrier = True
+        self.barrier_count += 1
+
+    def hl_specialize(self, value: Any) -> Any:
+        raise exc.SpecializeOnDevice(loc=self.current_loc())
+
+    def hl_register_block_size(self, low: Any, high: Any) -> Any:
+        raise exc.NotAllowedOnDevice("hl.register_block_size (call it in host code, before the loop)", loc=self.current_loc())
+
+    def hl_register_tunable(self, name: str, fragment: Any) -> Any:
+        raise exc.NotAllowedOnDevice("hl.register_tunable (call it in host code, before the loop)", loc=self.current_loc())
+
+    def call_torch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        from helion.frontend.torch_table import lookup
+
+        handler = lookup(func)
+        if handler is None:
+            name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+            module = getattr(func, "__module__", None) or "torch"
+            raise exc.UnsupportedTorchOp(f"{module}.{name}" if not name.startswith("Tensor.") else f"torch.{name}", loc=self.current_loc())
+        return handler(self, *args, **kwargs)
+
+
+def ceil_pow2(n: int) -> int:
+    return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))

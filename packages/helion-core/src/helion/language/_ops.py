@@ -1,0 +1,277 @@
+"""Op objects: each language op is defined once here, with its traits and one type rule.
+
+Backends lower ops through their own registry (`helion.backends.ref.lowerings` for the built-in
+`ref` backend, `helion_triton.lowerings` for Triton, ...). Passes test traits, never names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from helion.ir.core import TensorType, TileType, Value
+
+TypeRule = Callable[[Sequence[Any], dict[str, Any]], list]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Op:
+    """A language op. Identity is the object; `name` is for printing and error messages."""
+
+    name: str
+    type_rule: TypeRule | None = None
+    elementwise: bool = False
+    reduction: bool = False
+    scan: bool = False
+    memory: str | None = None  # "load" | "store" | "atomic"
+    side_effects: bool = False
+    structural: bool = False  # owns regions (loops, if)
+    view: bool = False
+    provider: str = "helion-core"  # distribution that defines the op
+    doc: str = ""
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+    __hash__ = object.__hash__
+
+
+OPS: dict[str, Op] = {}
+
+
+def define_op(name: str, type_rule: TypeRule | None = None, **traits: Any) -> Op:
+    if name in OPS:
+        raise ValueError(f"op {name!r} defined twice")
+    op = Op(name, type_rule, **traits)
+    OPS[name] = op
+    return op
+
+
+# ---------------------------------------------------------------------------------------------
+# dtype and shape rules (one place, using torch's own promotion so results match eager mode)
+
+_META = torch.device("meta")
+
+
+def _representative(operand: Any) -> Any:
+    if isinstance(operand, Value):
+        ty = operand.type
+        if isinstance(ty, TileType):
+            return torch.empty((1,), dtype=torch.int32, device=_META)
+        shape = (1,) if ty.ndim > 0 else ()
+        return torch.empty(shape, dtype=ty.dtype, device=_META)
+    if isinstance(operand, sympy.Expr):
+        return int(operand) if operand.is_Integer else 1
+    return operand
+
+
+def promote_types(*operands: Any) -> torch.dtype:
+    """Result dtype of a binary/ternary elementwise op, by torch's rules (dimensioned tensors
+    outrank 0-D tensors, which outrank python scalars)."""
+    reps = [_representative(o) for o in operands]
+    tensors = [r for r in reps if isinstance(r, torch.Tensor)]
+    if not tensors:
+        return torch.result_type(torch.tensor(reps[0]), reps[1] if len(reps) > 1 else reps[0])
+    result = reps[0]
+    for rep in reps[1:]:
+        dtype = torch.result_type(result, rep)
+        shape = (1,) if any(isinstance(r, torch.Tensor) and r.ndim for r in (result, rep)) else ()
+        result = torch.empty(shape, dtype=dtype, device=_META)
+    if not isinstance(result, torch.Tensor):
+        return torch.result_type(torch.tensor(result), result)
+    return result.dtype
+
+
+def shape_of(operand: Any) -> tuple[sympy.Expr, ...]:
+    if isinstance(operand, Value) and isinstance(operand.type, TensorType):
+        return operand.type.shape
+    return ()
+
+
+def broadcast_shapes(*shapes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
+    """Broadcast symbolic shapes; raises ValueError (turned into ShapeMismatch) if they clash."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result: list[sympy.Expr] = []
+    for axis in range(ndim):
+        dim: sympy.Expr = sympy.Integer(1)
+        for shape in shapes:
+            offset = axis - (ndim - len(shape))
+            if offset < 0:
+                continue
+            this = sympy.sympify(shape[offset])
+            if this == 1:
+                continue
+            if dim == 1:
+                dim = this
+            elif sympy.simplify(dim - this) != 0:
+                raise ValueError(f"shapes {[tuple(s) for s in shapes]} cannot be broadcast (dim {axis}: {dim} vs {this})")
+        result.append(dim)
+    return tuple(result)
+
+
+def _is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+def _float_result(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype.is_floating_point else torch.get_default_dtype()
+
+
+def _unary_same(inputs: Sequence[Any], attrs: dict) -> list:
+    (x,) = inputs[:1]
+    return [TensorType(shape_of(x), x.dtype)]
+
+
+def _unary_float(inputs: Sequence[Any], attrs: dict) -> list:
+    (x,) = inputs[:1]
+    return [TensorType(shape_of(x), _float_result(x.dtype))]
+
+
+def _unary_bool(inputs: Sequence[Any], attrs: dict) -> list:
+    (x,) = inputs[:1]
+    return [TensorType(shape_of(x), torch.bool)]
+
+
+def _binary_promote(inputs: Sequence[Any], attrs: dict) -> list:
+    shape = broadcast_shapes(*(shape_of(i) for i in inputs))
+    return [TensorType(shape, promote_types(*inputs))]
+
+
+def _binary_float(inputs: Sequence[Any], attrs: dict) -> list:
+    shape = broadcast_shapes(*(shape_of(i) for i in inputs))
+    return [TensorType(shape, _float_result(promote_types(*inputs)))]
+
+
+def _binary_bool(inputs: Sequence[Any], attrs: dict) -> list:
+    shape = broadcast_shapes(*(shape_of(i) for i in inputs))
+    return [TensorType(shape, torch.bool)]
+
+
+def _where_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    cond, a, b = inputs
+    shape = broadcast_shapes(shape_of(cond), shape_of(a), shape_of(b))
+    return [TensorType(shape, promote_types(a, b))]
+
+
+def _cast_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    return [TensorType(shape_of(inputs[0]), attrs["dtype"])]
+
+
+def _clamp_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    x = inputs[0]
+    others = [o for o in inputs[1:] if o is not None]
+    return [TensorType(shape_of(x), promote_types(x, *others))]
+
+
+# unary ops that compute in floating point (ints promote to the default float dtype)
+FLOAT_UNARY = (
+    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan tanh sigmoid erf erfinv "
+    "atan asin acos sinh cosh gelu silu softplus reciprocal"
+).split()
+SAME_UNARY = "neg abs relu floor ceil round trunc sign bitwise_not".split()
+BOOL_UNARY = "logical_not isnan isinf isfinite signbit".split()
+PROMOTE_BINARY = (
+    "add sub mul floordiv remainder pow maximum minimum bitwise_and bitwise_or bitwise_xor "
+    "left_shift right_shift"
+).split()
+FLOAT_BINARY = "truediv atan2".split()
+BOOL_BINARY = "eq ne lt le gt ge logical_and logical_or logical_xor".split()
+
+UNARY: dict[str, Op] = {}
+BINARY: dict[str, Op] = {}
+for _name in FLOAT_UNARY:
+    UNARY[_name] = define_op(_name, _unary_float, elementwise=True)
+for _name in SAME_UNARY:
+    UNARY[_name] = define_op(_name, _unary_same, elementwise=True)
+for _name in BOOL_UNARY:
+    UNARY[_name] = define_op(_name, _unary_bool, elementwise=True)
+for _name in PROMOTE_BINARY:
+    BINARY[_name] = define_op(_name, _binary_promote, elementwise=True)
+for _name in FLOAT_BINARY:
+    BINARY[_name] = define_op(_name, _binary_float, elementwise=True)
+for _name in BOOL_BINARY:
+    BINARY[_name] = define_op(_name, _binary_bool, elementwise=True)
+
+where = define_op("where", _where_rule, elementwise=True)
+cast = define_op("cast", _cast_rule, elementwise=True)
+clamp = define_op("clamp", _clamp_rule, elementwise=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions and scans: attrs dim (int), keepdim (bool); kind is the op itself
+
+def _reduce_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    x = inputs[0]
+    shape = list(shape_of(x))
+    dim = attrs["dim"]
+    if attrs.get("keepdim"):
+        shape[dim] = sympy.Integer(1)
+    else:
+        del shape[dim]
+    dtype = attrs.get("dtype") or x.dtype
+    return [TensorType(tuple(shape), dtype)]
+
+
+REDUCTIONS: dict[str, Op] = {}
+for _name in ("sum", "prod", "amax", "amin", "any", "all", "argmax", "argmin"):
+    REDUCTIONS[_name] = define_op(f"reduce_{_name}", _reduce_rule, reduction=True)
+
+SCANS: dict[str, Op] = {}
+for _name in ("cumsum", "cumprod", "cummax", "cummin"):
+    SCANS[_name] = define_op(_name, lambda i, a: [TensorType(shape_of(i[0]), a.get("dtype") or i[0].dtype)], scan=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul
+
+def _dot_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    a, b, acc = inputs
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    shape = (*batch, a.shape[-2], b.shape[-1])
+    return [TensorType(shape, attrs["out_dtype"])]
+
+
+dot = define_op("dot", _dot_rule)
+
+
+# ---------------------------------------------------------------------------------------------
+# views: attrs carry the new shape / permutation
+
+view_reshape = define_op("reshape", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True)
+view_permute = define_op(
+    "permute", lambda i, a: [TensorType(tuple(i[0].shape[p] for p in a["dims"]), i[0].dtype)], view=True
+)
+view_expand = define_op("expand", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True)
+# attrs["items"]: tuple of None (new axis) / "slice" (keep dim) / int (select)
+view_subscript = define_op("subscript", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# creation and tile attributes
+
+full = define_op("full", lambda i, a: [TensorType(tuple(a["shape"]), a["dtype"])])
+arange = define_op("arange", lambda i, a: [TensorType((a["length"],), a["dtype"])])
+constant = define_op("constant", lambda i, a: [TensorType((), a["dtype"])])
+
+TILE_ATTRS: dict[str, Op] = {}
+for _name in ("index", "begin", "end", "block_size", "id", "count"):
+    TILE_ATTRS[_name] = define_op(f"tile_{_name}", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# memory: attrs["tensor"] is the TensorArg; inputs carry the dynamic index parts
+
+load = define_op("load", None, memory="load")
+store = define_op("store", None, memory="store", side_effects=True)
+atomic = define_op("atomic", None, memory="atomic", side_effects=True)
+
+# ---------------------------------------------------------------------------------------------
+# structure
+
+grid_loop = define_op("grid_loop", None, structural=True)
+tile_loop = define_op("tile_loop", None, structural=True)
+if_ = define_op("if", None, structural=True)
+device_print = define_op("device_print", None, side_effects=True)

@@ -1,0 +1,51 @@
+"""Language ops contributed by plugins through the `helion_language_ops` hook.
+
+A plugin op is an object with a `name` attribute that is callable (the public function). Names
+that a known distribution provides but that are not installed get an error saying what to install.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# ops we know a first-party distribution provides, for a helpful error when it is missing
+KNOWN_PROVIDERS = {
+    name: "helion-distributed"
+    for name in ("signal", "wait", "all_reduce", "all_gather", "reduce_scatter", "peer_tensors", "symm_mem")
+}
+
+_cache: dict[str, Any] | None = None
+
+
+def _plugin_ops() -> dict[str, Any]:
+    global _cache
+    if _cache is None:
+        ops: dict[str, Any] = {}
+        from helion.plugins import get_plugin_manager
+
+        for group in get_plugin_manager().hook.helion_language_ops():
+            for op in group or ():
+                name = getattr(op, "name", None) or op.__name__
+                if name in ops:
+                    raise ValueError(f"language op hl.{name} is provided by two plugins")
+                ops[name] = op
+        _cache = ops
+    return _cache
+
+
+def reset_plugin_ops() -> None:
+    global _cache
+    _cache = None
+
+
+def plugin_op(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    ops = _plugin_ops()
+    if name in ops:
+        return ops[name]
+    if name in KNOWN_PROVIDERS:
+        from helion import exc
+
+        raise exc.PluginOpNotInstalled(f"hl.{name}", KNOWN_PROVIDERS[name])
+    raise AttributeError(f"module 'helion.language' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Passes over the Kernel IR: checks and ConfigSpec derivation."""

@@ -1,0 +1,543 @@
+"""`Kernel` (what `@helion.kernel` returns) and `BoundKernel` (a kernel bound to one
+specialization key): config resolution, tracing, compilation and the call path."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import sys
+import threading
+from typing import Any, Callable, Hashable, Sequence
+
+import torch
+
+from helion import exc
+from helion.frontend import ast_rewrite
+from helion.frontend.proxies import BlockSizeInt
+from helion.ir.core import BlockSizeInfo, KernelIR
+from helion.language import ConstExpr
+from helion.language._context import active_mode
+from helion.runtime.config import Config
+from helion.runtime.settings import RefMode, Settings
+
+# default of a block size registered in host code, before a config picks one
+REGISTERED_BLOCK_DEFAULT = 64
+
+
+class _StopHost(Exception):
+    """Raised by the tracing device call to stop host code once the IR is built."""
+
+
+class Kernel:
+    """A Helion kernel: a Python function whose `hl.tile` loops run on the device."""
+
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        configs: Sequence[Config | dict] | None = None,
+        settings: Settings | None = None,
+        key: Callable[..., Hashable] | None = None,
+    ) -> None:
+        if isinstance(fn, Kernel):
+            fn = fn.fn
+        self.fn = fn
+        self.name = fn.__name__
+        self.settings = settings or Settings()
+        self.configs: list[Config] = [c if isinstance(c, Config) else Config(**c) for c in (configs or [])]
+        self.key_fn = key
+        self.signature = inspect.signature(fn)
+        for param in self.signature.parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.KEYWORD_ONLY):
+                raise TypeError(f"Helion kernel {self.name!r} may not take *args, **kwargs or keyword-only arguments")
+        self._constexpr_params = {
+            name for name, p in self.signature.parameters.items() if "constexpr" in str(p.annotation) or "ProcessGroupName" in str(p.annotation)
+        }
+        self._bound: dict[Hashable, BoundKernel] = {}
+        self._split: ast_rewrite.SplitKernel | None = None
+        self._lock = threading.RLock()
+        functools.update_wrapper(self, fn)
+
+    # -- source ---------------------------------------------------------------------------------
+
+    @property
+    def split(self) -> ast_rewrite.SplitKernel:
+        if self._split is None:
+            self._split = ast_rewrite.split_kernel(self.fn)
+        return self._split
+
+    def kernel_source(self) -> str:
+        return "".join(self.split.source.lines)
+
+    # -- binding --------------------------------------------------------------------------------
+
+    def normalize_args(self, *args: Any, **kwargs: Any) -> tuple:
+        if not kwargs and len(args) == len(self.signature.parameters):
+            return args
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{self.name}(): {error}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def specialization_key(self, args: Sequence[Any]) -> Hashable:
+        static = self.settings.static_shapes
+        parts: list[Hashable] = []
+        for name, arg in zip(self.signature.parameters, args):
+            if name in self._constexpr_params:
+                parts.append(("constexpr", _hashable(arg)))
+            else:
+                parts.append(_arg_key(arg, static))
+        if self.key_fn is not None:
+            parts.append(("user", self.key_fn(*args)))
+        return tuple(parts)
+
+    def bind(self, args: Sequence[Any]) -> BoundKernel:
+        args = tuple(args)
+        if len(args) > len(self.signature.parameters):
+            raise TypeError(f"{self.name}() takes {len(self.signature.parameters)} arguments but {len(args)} were given")
+        key = self.specialization_key(args)
+        bound = self._bound.get(key)
+        if bound is None:
+            with self._lock:
+                bound = self._bound.get(key)
+                if bound is None:
+                    bound = BoundKernel(self, args)
+                    self._bound[key] = bound
+        return bound
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args = self.normalize_args(*args, **kwargs)
+        if self.settings.ref_mode == RefMode.EAGER:
+            from helion.eager import run_eager
+
+            return run_eager(self, args)
+        return self.bind(args)(*args)
+
+    def autotune(self, args: Sequence[Any], *, force: bool = True, **options: Any) -> Config:
+        args = self.normalize_args(*args)
+        return self.bind(args).autotune(args, force=force, **options)
+
+    def reset(self) -> None:
+        self._bound.clear()
+
+    def __repr__(self) -> str:
+        return f"<helion.Kernel {self.name}>"
+
+
+def _hashable(value: Any) -> Hashable:
+    if isinstance(value, ConstExpr):
+        value = value.value
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def _arg_key(arg: Any, static: bool) -> Hashable:
+    if isinstance(arg, torch.Tensor):
+        if static:
+            return (arg.dtype, arg.device.type, tuple(arg.shape), tuple(arg.stride()))
+        return (arg.dtype, arg.device.type, arg.ndim, tuple(min(s, 2) for s in arg.shape), arg.is_contiguous())
+    if isinstance(arg, ConstExpr):
+        return ("constexpr", _hashable(arg.value))
+    if isinstance(arg, (bool, int, float)):
+        return type(arg)
+    if isinstance(arg, (str, torch.dtype, torch.device, type(None))):
+        return arg
+    if isinstance(arg, (list, tuple)):
+        return (type(arg), tuple(_arg_key(a, static) for a in arg))
+    if isinstance(arg, dict):
+        return (dict, tuple((k, _arg_key(v, static)) for k, v in sorted(arg.items())))
+    if callable(arg) and hasattr(arg, "__code__"):
+        closure = tuple(_arg_key(c.cell_contents, static) for c in (arg.__closure__ or ()))
+        return (arg.__code__, closure)
+    if callable(arg):
+        return arg
+    raise TypeError(f"unsupported argument type {type(arg).__name__} for a Helion kernel")
+
+
+class HostMode:
+    """The mode of host code while a bound kernel runs: tunables read the active config."""
+
+    def __init__(self, bound: BoundKernel, config: Config | None) -> None:
+        self.bound = bound
+        self.config = config
+        self.next_block = 0
+
+    def hl_register_block_size(self, low: Any, high: Any) -> BlockSizeInt:
+        block_id = self.next_block
+        self.next_block += 1
+        low_value = int(low)
+        if low_value & (low_value - 1):
+            raise exc.InvalidConfig(f"hl.register_block_size: the minimum {low_value} must be a power of two")
+        discovering = self.config is None
+        if discovering:
+            hint = int(high)
+            info = self.bound._host_blocks_by_id.get(block_id)
+            if info is None:
+                import sympy
+
+                info = BlockSizeInfo(
+                    block_id=block_id,
+                    kind="tile",
+                    size_hint=max(hint, 1),
+                    symbol=sympy.Symbol(f"_BLOCK_SIZE_{block_id}", integer=True, positive=True),
+                    min_size=low_value,
+                )
+                self.bound._host_blocks_by_id[block_id] = info
+            value = max(low_value, min(_next_pow2(hint), REGISTERED_BLOCK_DEFAULT))
+        else:
+            value = int(self.config["block_sizes"][block_id])
+        return BlockSizeInt(value, block_id)
+
+    def hl_register_tunable(self, name: str, fragment: Any) -> Any:
+        if self.config is None:
+            existing = self.bound._user_tunables.get(name)
+            if existing is not None and existing != fragment:
+                raise exc.TunableNameConflict(name)
+            self.bound._user_tunables[name] = fragment
+            return fragment.default()
+        return self.config.get(name, fragment.default())
+
+    def hl_specialize(self, value: Any) -> Any:
+        if isinstance(value, (list, tuple, torch.Size)):
+            return type(value)(int(v) for v in value) if not isinstance(value, torch.Size) else tuple(int(v) for v in value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise exc.SpecializeArgType(type(value).__name__)
+        return int(value)
+
+    def hl_tile(self, *args: Any, **kwargs: Any) -> Any:
+        raise exc.LoopFunctionNotInFor()
+
+    hl_grid = hl_tile
+
+    def hl_barrier(self) -> None:
+        raise exc.BarrierOnlyAllowedAtTopLevel()
+
+    def unsupported(self, api_name: str) -> Any:
+        raise exc.DeviceAPIOnHost(f"hl.{api_name}")
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+class _CompiledTrace:
+    """One traced + compiled variant: valid while the host values match its guards."""
+
+    __slots__ = ("ir", "compiled", "tensor_guards", "constant_guards")
+
+    def __init__(self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list) -> None:
+        self.ir = ir
+        self.compiled = compiled
+        self.tensor_guards = tensor_guards
+        self.constant_guards = constant_guards
+
+    def matches(self, values: Sequence[Any]) -> bool:
+        for index, shape, stride, dtype in self.tensor_guards:
+            value = values[index]
+            if value.shape != shape or value.dtype != dtype or value.stride() != stride:
+                return False
+        for index, expected in self.constant_guards:
+            if values[index] != expected:
+                return False
+        return True
+
+
+class CompiledConfig:
+    """What `BoundKernel.compile_config` returns: call it with the kernel's arguments."""
+
+    def __init__(self, bound: BoundKernel, config: Config) -> None:
+        self.bound = bound
+        self.config = config
+
+    def __call__(self, *args: Any) -> Any:
+        return self.bound._run(self.config, args)
+
+    @property
+    def source(self) -> str:
+        return self.bound.to_code(self.config)
+
+
+class BoundKernel:
+    """A kernel specialized to one key: owns its IR, ConfigSpec, config and compiled code."""
+
+    def __init__(self, kernel: Kernel, args: tuple) -> None:
+        from helion.backends import default_backend_name, get_backend
+
+        self.kernel = kernel
+        self.settings = kernel.settings
+        self.backend = get_backend(self.settings.backend or default_backend_name())
+        self.split = kernel.split
+        self.device = next((a.device for a in _iter_tensors(args)), torch.device("cpu"))
+        if not any(True for _ in _iter_tensors(args)):
+            raise exc.NoTensorArgs(kernel.name)
+        self._host_blocks_by_id: dict[int, BlockSizeInfo] = {}
+        self._user_tunables: dict[str, Any] = {}
+        self._runtime_scalars = {
+            name
+            for name in self.split.param_names
+            if name not in kernel._constexpr_params and name in self.split.device_inputs
+        } - set(ast_rewrite.assigned_names(self.split.host_before))
+        self._host_factory = ast_rewrite.build_host_factory(self.split)
+        self._device_factory = ast_rewrite.build_device_factory(self.split)
+        self._variants: dict[Config, list[_CompiledTrace]] = {}
+        self._config: Config | None = None
+        self._bind_args = args
+        self._discovery_ir = self._discover(args)
+        self.config_spec = self._derive_spec(self._discovery_ir)
+
+    # -- tracing --------------------------------------------------------------------------------
+
+    def _discover(self, args: tuple) -> KernelIR:
+        """Run host code once with placeholder tunables and trace the device code."""
+        captured: list[KernelIR] = []
+
+        def trace_and_stop(*values: Any) -> None:
+            captured.append(self._trace(values))
+            raise _StopHost
+
+        host = ast_rewrite.make_host_function(self.split, self._host_factory, trace_and_stop)
+        with active_mode(HostMode(self, None)):
+            try:
+                host(*_fresh_outputs(args))
+            except _StopHost:
+                pass
+        return captured[0]
+
+    def _trace(self, values: Sequence[Any]) -> KernelIR:
+        from helion.frontend.tracer import Tracer
+        from helion.ir.verifier import verify
+
+        src = self.split.source
+        host_blocks = [self._host_blocks_by_id[i] for i in sorted(self._host_blocks_by_id)]
+        tracer = Tracer(
+            self.kernel.name,
+            src.filename,
+            (src.first_lineno, src.first_lineno + len(src.lines)),
+            self.device,
+            host_blocks,
+            lambda line, col, end: ast_rewrite.source_location(src, line, col, end),
+        )
+        device_fn = ast_rewrite.make_device_function(self.split, self._device_factory, _device_builtins())
+        ir = tracer.trace(device_fn, self.split.device_inputs, values, self._runtime_scalars)
+        ir.host_tunables = dict(self._user_tunables)
+        ir.guards = (
+            [(i, tuple(v.shape), tuple(v.stride()), v.dtype) for i, v in enumerate(values) if isinstance(v, torch.Tensor)],
+            [(i, values[i]) for i, inp in enumerate(tracer.inputs) if inp.kind == "constant"],
+        )
+        verify(ir)
+        if self.settings.print_ir:
+            print(ir, file=sys.stderr)
+        return ir
+
+    def _derive_spec(self, ir: KernelIR) -> Any:
+        from helion.passes.config_spec import derive_config_spec
+
+        self.backend.check(ir)
+        spec = derive_config_spec(ir, self._user_tunables, min_dot_size=getattr(self.backend, "min_dot_size", 16))
+        self.backend.tunables(ir, spec, self.device)
+        return spec
+
+    # -- configs --------------------------------------------------------------------------------
+
+    @property
+    def configs(self) -> list[Config]:
+        return self.kernel.configs
+
+    @property
+    def ir(self) -> KernelIR:
+        return self._discovery_ir
+
+    def ir_text(self) -> str:
+        return str(self._discovery_ir)
+
+    def normalize(self, config: Config | dict | None) -> Config:
+        if config is None:
+            return self.config_spec.default_config()
+        if isinstance(config, dict):
+            config = Config(**config)
+        return self.config_spec.normalize(config)
+
+    def set_config(self, config: Config | dict) -> None:
+        config = self.normalize(config)
+        self.compile_config(config)
+        self._config = config
+
+    def ensure_config_exists(self, args: Sequence[Any]) -> Config:
+        if self._config is not None:
+            return self._config
+        settings = self.settings
+        configs = self.kernel.configs
+        if settings.autotune_effort == "none" and (not configs or settings.force_autotune):
+            config = self.config_spec.default_config()
+            print(f"Using default config: {self.format_kernel_decorator(config)}", file=sys.stderr)
+        elif settings.force_autotune:
+            config = self.autotune(args, force=True)
+        elif len(configs) == 1:
+            config = self.normalize(configs[0])
+        elif len(configs) > 1:
+            config = self.autotune(args, configs=[self.normalize(c) for c in configs])
+        else:
+            settings.check_autotuning_disabled()
+            config = self.autotune(args, force=False)
+        self._config = config
+        return config
+
+    def autotune(self, args: Sequence[Any], *, force: bool = True, **options: Any) -> Config:
+        from helion.autotuner import autotune
+
+        config = autotune(self, tuple(args), force=force, **options)
+        self._config = self.normalize(config)
+        return self._config
+
+    def format_kernel_decorator(self, config: Config, settings: Settings | None = None) -> str:
+        text = f"@helion.kernel(config={config!r}"
+        if not self.settings.static_shapes:
+            text += ", static_shapes=False"
+        return text + ")"
+
+    def seed_configs(self) -> list[Config]:
+        seeds = self.backend.seed_configs(self._discovery_ir, self.config_spec, self.device)
+        return [self.normalize(s) for s in seeds]
+
+    def cache_key(self) -> dict[str, str]:
+        source_hash = hashlib.sha256(self.kernel.kernel_source().encode()).hexdigest()
+        device_name = str(self.device)
+        if self.device.type == "cuda":
+            device_name = torch.cuda.get_device_name(self.device)
+        return {
+            "kernel": f"{self.split.source.filename}:{self.kernel.name}",
+            "source_hash": source_hash,
+            "specialization_key": repr(self.kernel.specialization_key(self._bind_args)),
+            "backend": self.backend.cache_key(),
+            "device": device_name,
+            "torch": torch.__version__,
+            "helion": _helion_version(),
+        }
+
+    def importable_ref(self) -> tuple[str, str] | None:
+        module = getattr(self.kernel.fn, "__module__", None)
+        if not module or module == "__main__":
+            return None
+        return module, self.kernel.fn.__qualname__
+
+    # -- compilation ----------------------------------------------------------------------------
+
+    def compile_config(self, config: Config | dict | None = None, *, allow_print: bool = True) -> CompiledConfig:
+        config = self.normalize(config)
+        if not self._variants.get(config):
+            self._trace_for_config(config, self._bind_args)
+        return CompiledConfig(self, config)
+
+    def to_code(self, config: Config | dict | None = None, **options: Any) -> str:
+        config = self.normalize(config)
+        self.compile_config(config)
+        return self._variants[config][0].compiled.source
+
+    def to_triton_code(self, config: Config | dict | None = None, **options: Any) -> str:
+        if self.backend.name != "triton":
+            raise exc.BackendUnsupported("to_triton_code", self.backend.name, hint="use to_code() for this backend")
+        return self.to_code(config, **options)
+
+    def _trace_for_config(self, config: Config, args: tuple) -> None:
+        def compile_and_stop(*values: Any) -> None:
+            self._variant_for(config, values)
+            raise _StopHost
+
+        host = ast_rewrite.make_host_function(self.split, self._host_factory, compile_and_stop)
+        with active_mode(HostMode(self, config)):
+            try:
+                host(*_fresh_outputs(args))
+            except _StopHost:
+                pass
+
+    def _variant_for(self, config: Config, values: Sequence[Any]) -> _CompiledTrace:
+        variants = self._variants.setdefault(config, [])
+        for variant in variants:
+            if variant.matches(values):
+                return variant
+        ir = self._discovery_ir if self._discovery_ir.guards and _guards_match(self._discovery_ir, values) else self._trace(values)
+        compiled = self.backend.compile(ir, config)
+        if self.settings.print_output_code and getattr(compiled, "source", None):
+            print(compiled.source, file=sys.stderr)
+        tensor_guards, constant_guards = ir.guards
+        variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards)
+        variants.append(variant)
+        return variant
+
+    # -- calling --------------------------------------------------------------------------------
+
+    def _run(self, config: Config, args: Sequence[Any]) -> Any:
+        variants = self._variants.setdefault(config, [])
+
+        def launch(*values: Any) -> None:
+            for variant in variants:
+                if variant.matches(values):
+                    break
+            else:
+                variant = self._variant_for(config, values)
+            variant.compiled(*values)
+
+        host = ast_rewrite.make_host_function(self.split, self._host_factory, launch)
+        with active_mode(HostMode(self, config)):
+            return host(*args)
+
+    def __call__(self, *args: Any) -> Any:
+        config = self._config or self.ensure_config_exists(args)
+        return self._run(config, args)
+
+    def run_ref(self, *args: Any) -> Any:
+        from helion.eager import run_eager
+
+        return run_eager(self.kernel, args)
+
+
+def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
+    tensor_guards, constant_guards = ir.guards
+    trace = _CompiledTrace(ir, None, tensor_guards, constant_guards)
+    return trace.matches(values)
+
+
+def _iter_tensors(args: Any):
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            yield arg
+        elif isinstance(arg, (list, tuple)):
+            yield from _iter_tensors(arg)
+
+
+def _fresh_outputs(args: tuple) -> tuple:
+    # tracing runs host code but launches nothing, so the real arguments are safe to pass
+    return args
+
+
+@functools.lru_cache(maxsize=1)
+def _helion_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("helion-core")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+@functools.lru_cache(maxsize=1)
+def _device_builtins_cached() -> dict[str, Any]:
+    import helion.language as hl
+
+    return {
+        "range": hl.grid,
+        "print": lambda *values: hl.device_print(*(values if values and isinstance(values[0], str) else ("", *values))),
+        "breakpoint": hl.breakpoint,
+    }
+
+
+def _device_builtins() -> dict[str, Any]:
+    return dict(_device_builtins_cached())
