@@ -216,6 +216,9 @@ class Tracer:
             fixed_value=fixed,
             loc=self.current_loc(),
         )
+        if kind in ("tile", "reduction"):
+            # position in Config.block_sizes / Config.reduction_loops: program order
+            info.config_index = sum(1 for b in self.ir.block_sizes if b.kind == kind)
         self.ir.block_sizes.append(info)
         return info
 
@@ -730,8 +733,46 @@ class Tracer:
     def hl_register_tunable(self, name: str, fragment: Any) -> Any:
         raise exc.NotAllowedOnDevice("hl.register_tunable (call it in host code, before the loop)", loc=self.current_loc())
 
+    def lift_tensor(self, tensor: torch.Tensor) -> HostTensor:
+        """A tensor captured by a callable argument (an epilogue's closure or globals) becomes a
+        kernel argument, re-read from that callable at every launch."""
+        for lifted_arg, source in zip(self.ir.lifted_args, self.ir.lifted):
+            if self._resolve_lifted(source) is tensor:
+                return HostTensor(self, lifted_arg, tensor)
+        for position, inp in enumerate(self.inputs):
+            fn = inp.value
+            if inp.kind != "other" or not callable(fn) or not hasattr(fn, "__code__"):
+                continue
+            for cell_index, cell in enumerate(fn.__closure__ or ()):
+                if cell.cell_contents is tensor:
+                    return self._add_lifted(("closure", position, cell_index), tensor)
+            for name in fn.__code__.co_names:
+                if fn.__globals__.get(name) is tensor:
+                    return self._add_lifted(("global", position, name), tensor)
+        raise exc.HostTensorDirectUsage(
+            "a tensor that is not a kernel argument (pass it as an argument)", loc=self.current_loc()
+        )
+
+    def _resolve_lifted(self, source: tuple) -> Any:
+        return resolve_lifted([inp.value for inp in self.inputs], source)
+
+    def _add_lifted(self, source: tuple, tensor: torch.Tensor) -> HostTensor:
+        index = len(self.inputs) + len(self.ir.lifted)
+        arg = TensorArg(f"captured{len(self.ir.lifted)}", index, tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device)
+        self.ir.tensor_args.append(arg)
+        self.ir.lifted.append(source)
+        self.ir.lifted_args.append(arg)
+        return HostTensor(self, arg, tensor)
+
     def call_torch(self, func: Any, args: tuple, kwargs: dict) -> Any:
         from helion.frontend.torch_table import lookup
+
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and isinstance(args[0], torch.Tensor):
+            host = self.lift_tensor(args[0])
+            if func is torch.Tensor.__getitem__:
+                return host[args[1]]
+            host[args[1]] = args[2]
+            return None
 
         handler = lookup(func)
         if handler is None:
@@ -739,6 +780,14 @@ class Tracer:
             module = getattr(func, "__module__", None) or "torch"
             raise exc.UnsupportedTorchOp(f"{module}.{name}" if not name.startswith("Tensor.") else f"torch.{name}", loc=self.current_loc())
         return handler(self, *args, **kwargs)
+
+
+def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:
+    kind, position, key = source
+    fn = values[position]
+    if kind == "closure":
+        return fn.__closure__[key].cell_contents
+    return fn.__globals__[key]
 
 
 def ceil_pow2(n: int) -> int:

@@ -220,6 +220,9 @@ class KernelIR:
         self.uses_barrier = False
         # (tensor guards, constant guards): the host values this trace is valid for
         self.guards: tuple[list, list] = ([], [])
+        # tensors captured by callable arguments: (kind, input position, key) and their args
+        self.lifted: list[tuple] = []
+        self.lifted_args: list[TensorArg] = []
 
     def block(self, block_id: int) -> BlockSizeInfo:
         return self.block_sizes[block_id]

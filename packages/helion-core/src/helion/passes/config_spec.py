@@ -64,8 +64,7 @@ def default_block_sizes(ir: KernelIR, min_dot: int) -> dict[int, int]:
 def derive_config_spec(ir: KernelIR, user_tunables: dict[str, Any], *, min_dot_size: int = 16) -> ConfigSpec:
     spec = ConfigSpec()
     defaults = default_block_sizes(ir, min_dot_size)
-    for index, info in enumerate(ir.tunable_blocks()):
-        info.config_index = index
+    for info in ir.tunable_blocks():
         min_size = max(info.min_size, min(min_dot_size, next_power_of_2(info.size_hint)) if info.used_in_dot else 1)
         max_size = info.max_size or max(next_power_of_2(info.size_hint), min_size)
         default = min(max(defaults[info.block_id], min_size), max_size)
@@ -83,8 +82,7 @@ def derive_config_spec(ir: KernelIR, user_tunables: dict[str, Any], *, min_dot_s
         if len(loop.block_ids) > 1:
             spec.append("l2_groupings", PowerOfTwoFragment(1, 64, 1))
 
-    for index, info in enumerate(ir.reduction_blocks()):
-        info.config_index = index
+    for info in ir.reduction_blocks():
         spec.append("reduction_loops", ReductionLoopFragment(info.size_hint))
 
     for _loop in ir.inner_loops():

@@ -189,6 +189,7 @@ class HostMode:
                     size_hint=max(hint, 1),
                     symbol=sympy.Symbol(f"_BLOCK_SIZE_{block_id}", integer=True, positive=True),
                     min_size=low_value,
+                    config_index=block_id,
                 )
                 self.bound._host_blocks_by_id[block_id] = info
             value = max(low_value, min(_next_pow2(hint), REGISTERED_BLOCK_DEFAULT))
@@ -328,8 +329,9 @@ class BoundKernel:
         device_fn = ast_rewrite.make_device_function(self.split, self._device_factory, _device_builtins())
         ir = tracer.trace(device_fn, self.split.device_inputs, values, self._runtime_scalars)
         ir.host_tunables = dict(self._user_tunables)
+        full_values = _with_lifted(values, ir.lifted)
         ir.guards = (
-            [(i, tuple(v.shape), tuple(v.stride()), v.dtype) for i, v in enumerate(values) if isinstance(v, torch.Tensor)],
+            [(i, tuple(v.shape), tuple(v.stride()), v.dtype) for i, v in enumerate(full_values) if isinstance(v, torch.Tensor)],
             [(i, values[i]) for i, inp in enumerate(tracer.inputs) if inp.kind == "constant"],
         )
         verify(ir)
@@ -460,11 +462,16 @@ class BoundKernel:
 
     def _variant_for(self, config: Config, values: Sequence[Any]) -> _CompiledTrace:
         variants = self._variants.setdefault(config, [])
+        full_values = _with_lifted(values, self._discovery_ir.lifted)
         for variant in variants:
-            if variant.matches(values):
+            if variant.matches(full_values):
                 return variant
-        ir = self._discovery_ir if self._discovery_ir.guards and _guards_match(self._discovery_ir, values) else self._trace(values)
+        if _guards_match(self._discovery_ir, full_values):
+            ir = self._discovery_ir
+        else:
+            ir = self._trace(values)
         compiled = self.backend.compile(ir, config)
+        full_values = _with_lifted(values, ir.lifted)
         if self.settings.print_output_code and getattr(compiled, "source", None):
             print(compiled.source, file=sys.stderr)
         tensor_guards, constant_guards = ir.guards
@@ -477,12 +484,16 @@ class BoundKernel:
     def _run(self, config: Config, args: Sequence[Any]) -> Any:
         variants = self._variants.setdefault(config, [])
 
+        lifted = self._discovery_ir.lifted
+
         def launch(*values: Any) -> None:
+            if lifted:
+                values = _with_lifted(values, lifted)
             for variant in variants:
                 if variant.matches(values):
                     break
             else:
-                variant = self._variant_for(config, values)
+                variant = self._variant_for(config, values[: len(values) - len(lifted)])
             variant.compiled(*values)
 
         host = ast_rewrite.make_host_function(self.split, self._host_factory, launch)
@@ -497,6 +508,14 @@ class BoundKernel:
         from helion.eager import run_eager
 
         return run_eager(self.kernel, args)
+
+
+def _with_lifted(values: Sequence[Any], lifted: list[tuple]) -> tuple:
+    if not lifted:
+        return tuple(values)
+    from helion.frontend.tracer import resolve_lifted
+
+    return tuple(values) + tuple(resolve_lifted(values, source) for source in lifted)
 
 
 def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
