@@ -15,21 +15,24 @@ KNOWN_PROVIDERS = {
 }
 
 _cache: dict[str, Any] | None = None
+_cache_generation = -1
 
 
 def _plugin_ops() -> dict[str, Any]:
-    global _cache
-    if _cache is None:
-        ops: dict[str, Any] = {}
-        from helion.plugins import get_plugin_manager
+    global _cache, _cache_generation
+    from helion import plugins
 
-        for group in get_plugin_manager().hook.helion_language_ops():
-            for op in group or ():
+    if _cache is None or _cache_generation != plugins.generation():
+        ops: dict[str, Any] = {}
+        # one raising plugin is recorded in load_failures() and does not hide the others' ops
+        for result in plugins.call_each_plugin("helion_language_ops"):
+            for op in result.value or ():
                 name = getattr(op, "name", None) or op.__name__
                 if name in ops:
                     raise ValueError(f"language op hl.{name} is provided by two plugins")
                 ops[name] = op
         _cache = ops
+        _cache_generation = plugins.generation()
     return _cache
 
 

@@ -1,0 +1,207 @@
+"""The backend protocol: what core needs from a code generator.
+
+A backend turns checked Kernel IR plus a ``Config`` into a :class:`CompiledKernel`. Core ships
+one backend (``ref``); the others come from plugins through the ``helion_backends`` hook.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib.metadata
+import math
+import statistics
+import time
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Callable
+from typing import ClassVar
+from typing import Protocol
+from typing import runtime_checkable
+
+import torch
+
+if TYPE_CHECKING:
+    from helion.autotuner.config_spec import ConfigSpec
+    from helion.ir import KernelIR
+    from helion.runtime.config import Config
+
+# The default benchmark aims for this much measured time per config, within the repeat bounds:
+# enough samples for a stable median, few enough that autotuning stays fast.
+_BENCHMARK_TARGET_SECONDS = 0.05
+_BENCHMARK_MIN_REPEAT = 5
+_BENCHMARK_MAX_REPEAT = 100
+
+
+@runtime_checkable
+class CompiledKernel(Protocol):
+    """The result of :meth:`Backend.compile`: readable source plus a launcher."""
+
+    source: str
+    """The generated code, as a user would read it (``helion show``, ``HELION_PRINT_OUTPUT_CODE``)."""
+
+    def __call__(self, *kernel_args: Any) -> Any:
+        """Launch the kernel on the given kernel arguments (outputs are written in place)."""
+        ...
+
+
+class Backend(abc.ABC):
+    """Base class of every code-generation backend.
+
+    Subclasses set :attr:`name` (and :attr:`distribution` when they come from a plugin) and
+    implement :meth:`compile`; every other method has a default that suits a simple backend.
+    Instances are created once per process by the plugin that provides them, so constructors
+    must be cheap and must not import heavy toolkits.
+    """
+
+    name: ClassVar[str]
+    """Unique backend name, as used by ``HELION_BACKEND`` and ``helion backends``."""
+
+    distribution: ClassVar[str | None] = None
+    """The distribution that ships this backend, used for its version and in error messages."""
+
+    device_types: ClassVar[tuple[str, ...]] = ()
+    """``torch.device`` types this backend generates code for; empty means any device."""
+
+    def is_available(self) -> tuple[bool, str]:
+        """Report whether this backend can compile kernels in this process.
+
+        Returns:
+            ``(True, "")`` when usable, else ``(False, reason)`` where the reason says what is
+            missing and how to get it (a package to install, a device that is required).
+        """
+        return True, ""
+
+    def version(self) -> str:
+        """Return the version of this backend's distribution, or ``"unknown"``."""
+        if self.distribution is None:
+            return "unknown"
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+    def cache_key(self) -> str:
+        """Return the part of the autotune cache key that identifies this backend.
+
+        Override to add the versions of toolkits the generated code depends on.
+        """
+        return f"{self.name}-{self.version()}"
+
+    def supports_device(self, device: torch.device | str) -> bool:
+        """Return whether this backend can run kernels on ``device``.
+
+        Args:
+            device: A ``torch.device`` or a string such as ``"cuda:0"``.
+        """
+        if not self.device_types:
+            return True
+        return torch.device(device).type in self.device_types
+
+    def check(self, ir: KernelIR) -> None:
+        """Reject IR this backend cannot compile, before anything is compiled.
+
+        The default accepts everything. Backends override it to report every unsupported
+        construct at once, each with its source location.
+
+        Args:
+            ir: The kernel IR after core passes.
+
+        Raises:
+            helion.exc.BackendUnsupported: The IR uses constructs this backend cannot lower.
+        """
+
+    def tunables(self, ir: KernelIR, spec: ConfigSpec, device: torch.device) -> None:
+        """Add this backend's tunables to ``spec`` and remove core ones it does not support.
+
+        The default leaves the spec unchanged.
+
+        Args:
+            ir: The kernel IR after core passes.
+            spec: The search space derived by core; modified in place.
+            device: The device the kernel will run on.
+        """
+
+    def seed_configs(self, ir: KernelIR, spec: ConfigSpec, device: torch.device) -> list[Config]:
+        """Return known-good configs to start the autotuner from; the default has none.
+
+        Args:
+            ir: The kernel IR after core passes.
+            spec: The search space, after :meth:`tunables`.
+            device: The device the kernel will run on.
+        """
+        return []
+
+    @abc.abstractmethod
+    def compile(self, ir: KernelIR, config: Config) -> CompiledKernel:
+        """Generate and compile code for ``ir`` under ``config``.
+
+        Args:
+            ir: The kernel IR, already accepted by :meth:`check`.
+            config: A complete config from the kernel's ConfigSpec.
+
+        Returns:
+            The compiled kernel, with its readable source.
+
+        Raises:
+            helion.exc.BackendUnsupported: This backend cannot compile the kernel.
+        """
+
+    def benchmark(
+        self,
+        fn: Callable[[], object],
+        *,
+        device: torch.device | str,
+        repeat: int | None = None,
+    ) -> float:
+        """Time ``fn`` and return its median run time in milliseconds.
+
+        The default runs ``fn`` once to warm up (compilation, allocator, caches), then times
+        ``repeat`` runs with ``time.perf_counter``, synchronizing the device after each so that
+        asynchronous launches are counted in full. Backends with better timers (device events,
+        cache flushing) override it.
+
+        Args:
+            fn: Runs the kernel once.
+            device: The device ``fn`` runs on.
+            repeat: Number of timed runs; by default as many as fit in about 50 ms (5 to 100).
+
+        Returns:
+            The median of the timed runs, in milliseconds.
+        """
+        device = torch.device(device)
+        warmup_start = time.perf_counter()
+        fn()
+        _synchronize(device)
+        warmup_seconds = time.perf_counter() - warmup_start
+        if repeat is None:
+            repeat = _default_repeat(warmup_seconds)
+        if repeat < 1:
+            raise ValueError(f"benchmark repeat must be at least 1, got {repeat}")
+        timings: list[float] = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            _synchronize(device)
+            timings.append(time.perf_counter() - start)
+        return statistics.median(timings) * 1e3
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} backend {self.name!r}>"
+
+
+def _default_repeat(warmup_seconds: float) -> int:
+    if warmup_seconds <= 0:
+        return _BENCHMARK_MAX_REPEAT
+    # The warm-up run includes one-time costs, so this estimate errs towards fewer runs.
+    estimate = math.ceil(_BENCHMARK_TARGET_SECONDS / warmup_seconds)
+    return max(_BENCHMARK_MIN_REPEAT, min(_BENCHMARK_MAX_REPEAT, estimate))
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cpu":
+        return
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "synchronize"):
+        accelerator.synchronize(device)
+    elif device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -1,0 +1,44 @@
+"""helion-distributed registers through its entry point; it provides ops, not a backend."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+import helion_distributed.plugin as distributed_plugin
+from helion import backends
+from helion import plugins
+
+DISTRIBUTION = "helion-distributed"
+
+
+@pytest.fixture(autouse=True)
+def fresh_plugin_manager(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(plugins.DISABLE_AUTOLOAD_ENV, raising=False)
+    plugins.reset_plugin_manager()
+    yield
+    plugins.reset_plugin_manager()
+
+
+def test_entry_point_names_the_plugin_module() -> None:
+    entry_points = importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP)
+    (entry_point,) = [ep for ep in entry_points if ep.name == "distributed"]
+    assert entry_point.value == "helion_distributed.plugin"
+    assert entry_point.dist is not None
+    assert entry_point.dist.metadata["Name"] == DISTRIBUTION
+
+
+def test_plugin_is_loaded_from_its_entry_point() -> None:
+    version = importlib.metadata.version(DISTRIBUTION)
+    assert ("distributed", DISTRIBUTION, version) in plugins.list_plugins()
+    assert plugins.get_plugin_manager().get_plugin("distributed") is distributed_plugin
+    assert [f for f in plugins.load_failures() if f.distribution == DISTRIBUTION] == []
+
+
+def test_provides_language_ops_hook_and_no_backend() -> None:
+    results = plugins.call_each_plugin("helion_language_ops")
+    from_distributed = [r for r in results if r.plugin.distribution == DISTRIBUTION]
+    assert [r.value for r in from_distributed] == [[]]
+    providers = [backends.backend_provider(b.name) for b in backends.list_backends()]
+    assert all(p is None or p.distribution != DISTRIBUTION for p in providers)
