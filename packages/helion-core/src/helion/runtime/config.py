@@ -275,7 +275,7 @@ class Config(Mapping[str, object]):
     (``hl.register_tunable`` names, backend tunables, singular aliases like ``block_size``).
     """
 
-    __slots__ = ("config",)
+    __slots__ = ("config", "_hash")
 
     config: dict[str, Any]
 
@@ -377,7 +377,13 @@ class Config(Mapping[str, object]):
         return self.config == other.config
 
     def __hash__(self) -> int:
-        return hash(_freeze(self.config))
+        # configs are immutable and used as dict keys on the call path: hash once
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash(_freeze(self.config))
+            object.__setattr__(self, "_hash", value)
+            return value
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(

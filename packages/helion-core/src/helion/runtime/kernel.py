@@ -17,6 +17,7 @@ from helion.frontend import ast_rewrite
 from helion.frontend.proxies import BlockSizeInt
 from helion.ir.core import BlockSizeInfo, KernelIR
 from helion.language import ConstExpr
+from helion.language._context import _state as _context_state
 from helion.language._context import active_mode
 from helion.runtime.config import Config
 from helion.runtime.settings import RefMode, Settings
@@ -142,7 +143,8 @@ def _hashable(value: Any) -> Hashable:
 def _arg_key(arg: Any, static: bool) -> Hashable:
     if isinstance(arg, torch.Tensor):
         if static:
-            return (arg.dtype, arg.device.type, tuple(arg.shape), tuple(arg.stride()))
+            # torch.Size and stride tuples hash as tuples; device is hashable: no conversions
+            return (arg.dtype, arg.device, arg.shape, arg.stride())
         return (arg.dtype, arg.device.type, arg.ndim, tuple(min(s, 2) for s in arg.shape), arg.is_contiguous())
     if isinstance(arg, ConstExpr):
         return ("constexpr", _hashable(arg.value))
@@ -257,9 +259,10 @@ class CompiledConfig:
     def __init__(self, bound: BoundKernel, config: Config) -> None:
         self.bound = bound
         self.config = config
+        self._run = bound._runner(config)
 
     def __call__(self, *args: Any) -> Any:
-        return self.bound._run(self.config, args)
+        return self._run(*args)
 
     @property
     def source(self) -> str:
@@ -289,6 +292,8 @@ class BoundKernel:
         self._host_factory = ast_rewrite.build_host_factory(self.split)
         self._device_factory = ast_rewrite.build_device_factory(self.split)
         self._variants: dict[Config, list[_CompiledTrace]] = {}
+        self._runners: dict[Config, Callable[..., Any]] = {}
+        self._active_runner: Callable[..., Any] | None = None
         self._config: Config | None = None
         self._bind_args = args
         self._discovery_ir = self._discover(args)
@@ -371,6 +376,7 @@ class BoundKernel:
         config = self.normalize(config)
         self.compile_config(config)
         self._config = config
+        self._active_runner = None
 
     def ensure_config_exists(self, args: Sequence[Any]) -> Config:
         if self._config is not None:
@@ -397,6 +403,7 @@ class BoundKernel:
 
         config = autotune(self, tuple(args), force=force, **options)
         self._config = self.normalize(config)
+        self._active_runner = None
         return self._config
 
     def format_kernel_decorator(self, config: Config, settings: Settings | None = None) -> str:
@@ -481,10 +488,14 @@ class BoundKernel:
 
     # -- calling --------------------------------------------------------------------------------
 
-    def _run(self, config: Config, args: Sequence[Any]) -> Any:
+    def _runner(self, config: Config) -> Callable[..., Any]:
+        """The host function wired to this config's compiled variants (built once per config)."""
+        runner = self._runners.get(config)
+        if runner is not None:
+            return runner
         variants = self._variants.setdefault(config, [])
-
         lifted = self._discovery_ir.lifted
+        mode = HostMode(self, config)
 
         def launch(*values: Any) -> None:
             if lifted:
@@ -497,12 +508,30 @@ class BoundKernel:
             variant.compiled(*values)
 
         host = ast_rewrite.make_host_function(self.split, self._host_factory, launch)
-        with active_mode(HostMode(self, config)):
-            return host(*args)
+
+        state = _context_state
+
+        def run(*args: Any) -> Any:
+            mode.next_block = 0
+            previous = getattr(state, "mode", None)
+            state.mode = mode
+            try:
+                return host(*args)
+            finally:
+                state.mode = previous
+
+        self._runners[config] = run
+        return run
+
+    def _run(self, config: Config, args: Sequence[Any]) -> Any:
+        return self._runner(config)(*args)
 
     def __call__(self, *args: Any) -> Any:
-        config = self._config or self.ensure_config_exists(args)
-        return self._run(config, args)
+        run = self._active_runner
+        if run is None:
+            config = self._config or self.ensure_config_exists(args)
+            run = self._active_runner = self._runner(config)
+        return run(*args)
 
     def run_ref(self, *args: Any) -> Any:
         from helion.eager import run_eager
