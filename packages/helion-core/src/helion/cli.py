@@ -6,6 +6,8 @@ Also runs as ``python -m helion``.
 
 from __future__ import annotations
 
+import importlib
+
 import argparse
 import dataclasses
 import importlib.util
@@ -241,7 +243,8 @@ def _run_cache_clear(args: argparse.Namespace) -> int:
 
 def _import_autotune_cache() -> Any:
     try:
-        from helion.autotuner import cache
+        # import_module consults sys.modules first, so a replaced module is honoured
+        cache = importlib.import_module("helion.autotuner.cache")
     except ImportError as error:
         raise CommandError(
             f"the autotune cache is not available in this installation of helion-core ({error})"

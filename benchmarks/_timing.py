@@ -1,0 +1,64 @@
+"""GPU timing shared by the benchmarks: device events, an L2 flush before every sample, medians,
+and the two rooflines every report is a ratio to (copy bandwidth and cuBLAS bf16 peak), measured
+in the same run."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+_L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than the H200's 50 MB L2
+
+
+class Timer:
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if self.cuda else None
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def median_ms(self, fn: Callable[[], Any], *, target_s: float = 0.25, min_repeat: int = 5, max_repeat: int = 200) -> float:
+        fn()
+        self.sync()
+        start = time.perf_counter()
+        fn()
+        self.sync()
+        once = max(time.perf_counter() - start, 1e-6)
+        repeat = int(min(max_repeat, max(min_repeat, target_s / once)))
+        samples = []
+        for _ in range(repeat):
+            if self.cuda:
+                self._flush.zero_()
+                begin = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                begin.record()
+                fn()
+                end.record()
+                end.synchronize()
+                samples.append(begin.elapsed_time(end))
+            else:
+                t0 = time.perf_counter()
+                fn()
+                samples.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(samples)
+
+
+def copy_bandwidth_tbs(timer: Timer, nbytes: int = 2 * 1024**3) -> float:
+    """Device-to-device copy: bytes read + bytes written per second, in TB/s."""
+    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=timer.device).normal_()
+    dst = torch.empty_like(src)
+    ms = timer.median_ms(lambda: dst.copy_(src))
+    return 2 * nbytes / (ms * 1e-3) / 1e12
+
+
+def cublas_peak_tflops(timer: Timer, n: int = 8192) -> float:
+    a = torch.randn(n, n, dtype=torch.bfloat16, device=timer.device)
+    b = torch.randn(n, n, dtype=torch.bfloat16, device=timer.device)
+    ms = timer.median_ms(lambda: torch.matmul(a, b))
+    return 2 * n**3 / (ms * 1e-3) / 1e12

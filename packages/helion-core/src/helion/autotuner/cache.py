@@ -1,0 +1,367 @@
+"""On-disk cache of autotuned configs.
+
+One JSON file per (kernel source, specialization key, backend, device, library versions) --
+whatever ``bound.cache_key()`` returns -- under ``<helion cache_dir()>/autotune/``:
+
+    {"version": 1, "kernel": "matmul", "key": "<sha256 of the key parts>",
+     "key_parts": {...}, "config": {...}, "time_ms": 0.123, "created": 1700000000.0,
+     "created_iso": "...", "search": "surrogate", "effort": "quick", ...}
+
+* Writes go to a temporary file in the same directory, are fsynced and then ``os.replace``d in,
+  under a file lock (``filelock``; ``fcntl.flock`` without it): a reader sees the old entry or the
+  new one, never half of one, and two writers cannot interleave.
+* A second lock, held for the whole tuning run (:meth:`AutotuneCache.tuning_lock`), makes a
+  process that wants to tune a kernel another process is already tuning wait and reuse its
+  result instead of measuring on a contended device.
+* An entry that is not valid JSON, misses fields, has other key parts, or holds a config the
+  kernel's ConfigSpec rejects is ignored with a ``CacheCorrupt`` warning (and re-tuned).
+* ``HELION_SKIP_CACHE=1`` disables reading and writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from typing import Iterator
+
+ENTRY_VERSION = 1
+ENTRY_SUFFIX = ".json"
+#: key parts that differ between shapes of the same kernel; entries differing only in these are
+#: used to warm-start a search ("from_best_available")
+SHAPE_KEY_PARTS = ("specialization_key", "extra_results", "config_spec")
+
+
+# ------------------------------------------------------------------------------ locations
+def cache_root() -> Path:
+    try:
+        from helion.runtime.settings import cache_dir
+
+        base = Path(cache_dir())
+    except Exception:
+        configured = os.environ.get("HELION_CACHE_DIR")
+        base = Path(configured).expanduser() if configured else Path.home() / ".cache" / "helion"
+    return base / "autotune"
+
+
+def cache_disabled() -> bool:
+    try:
+        from helion.runtime.settings import skip_cache
+
+        return bool(skip_cache())
+    except Exception:
+        return os.environ.get("HELION_SKIP_CACHE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def key_parts_of(bound: Any) -> dict[str, str]:
+    """``bound.cache_key()`` as a JSON-stable dict of strings, plus the search space's
+    fingerprint: a backend that gains or changes tunables invalidates old entries."""
+    raw = dict(bound.cache_key())
+    fingerprint = getattr(getattr(bound, "config_spec", None), "fingerprint", None)
+    if callable(fingerprint) and "config_spec" not in raw:
+        with contextlib.suppress(Exception):
+            raw["config_spec"] = fingerprint()
+    return {str(k): v if isinstance(v, str) else repr(v) for k, v in sorted(raw.items())}
+
+
+def hash_key_parts(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:60] or "kernel"
+
+
+# ------------------------------------------------------------------------------ locks
+@contextlib.contextmanager
+def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """Exclusive inter-process lock on ``path``; yields False when ``blocking=False`` and it is taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import filelock
+    except ImportError:
+        filelock = None  # type: ignore[assignment]
+    if filelock is not None:
+        lock = filelock.FileLock(str(path))
+        try:
+            lock.acquire(timeout=-1 if blocking else 0)
+        except filelock.Timeout:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+        return
+    import fcntl
+
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+# ------------------------------------------------------------------------------ entries
+class CacheEntryError(Exception):
+    """Why an entry cannot be used (turned into a CacheCorrupt warning)."""
+
+
+def read_entry(path: Path) -> dict[str, Any]:
+    """Parse and structurally check one entry file; raises CacheEntryError."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise CacheEntryError(f"unreadable ({error})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CacheEntryError(f"not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise CacheEntryError("not a JSON object")
+    if data.get("version") != ENTRY_VERSION:
+        raise CacheEntryError(f"written by another cache format (version {data.get('version')!r})")
+    for name, kind in (("key", str), ("key_parts", dict), ("config", dict)):
+        if not isinstance(data.get(name), kind):
+            raise CacheEntryError(f"field {name!r} missing or not a {kind.__name__}")
+    return data
+
+
+class AutotuneCache:
+    """The cache entry of one bound kernel."""
+
+    def __init__(
+        self, bound: Any, *, directory: Path | str | None = None, settings: Any = None
+    ) -> None:
+        self.bound = bound
+        self.settings = settings if settings is not None else getattr(bound, "settings", None)
+        self.directory = Path(directory) if directory is not None else cache_root()
+        self.key_parts = key_parts_of(bound)
+        self.key = hash_key_parts(self.key_parts)
+        self.kernel_name = str(getattr(getattr(bound, "kernel", None), "name", None) or "kernel")
+        self.path = self.directory / f"{_slug(self.kernel_name)}-{self.key[:24]}{ENTRY_SUFFIX}"
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.tuning_lock_path = self.path.with_name(self.path.name + ".tuning.lock")
+
+    @property
+    def enabled(self) -> bool:
+        return not cache_disabled()
+
+    def _warn(self, reason: str) -> None:
+        try:
+            from helion import exc
+            from helion.autotuner.progress import user_stacklevel
+
+            exc.warn(
+                exc.CacheCorrupt(str(self.path), reason),
+                self.settings,
+                stacklevel=user_stacklevel(),
+            )
+        except ImportError:
+            import warnings
+
+            warnings.warn(
+                f"Ignoring corrupt autotune cache entry {self.path}: {reason}", stacklevel=3
+            )
+
+    def get(self) -> Any | None:
+        """The cached config (normalized for this kernel), or None on a miss / unusable entry."""
+        if not self.enabled or not self.path.exists():
+            return None
+        try:
+            data = read_entry(self.path)
+            if data["key"] != self.key or data["key_parts"] != self.key_parts:
+                changed = sorted(
+                    k
+                    for k in set(data["key_parts"]) | set(self.key_parts)
+                    if data["key_parts"].get(k) != self.key_parts.get(k)
+                )
+                raise CacheEntryError(f"stale: key parts differ ({', '.join(changed) or 'key'})")
+            return self._config_from(data["config"])
+        except CacheEntryError as error:
+            self._warn(str(error))
+            return None
+
+    def _config_from(self, values: dict[str, Any]) -> Any:
+        from helion.runtime.config import Config
+
+        try:
+            config = Config(**values)
+        except Exception as error:
+            raise CacheEntryError(f"invalid config: {error}") from None
+        try:
+            normalized = self.bound.config_spec.normalize(config)
+        except Exception as error:
+            raise CacheEntryError(
+                f"stale: the config does not fit this kernel's config space ({error})"
+            ) from None
+        return config if normalized is None else normalized
+
+    def put(self, config: Any, *, time_ms: float | None = None, **details: Any) -> Path | None:
+        """Store the winner atomically; returns the entry path (None when the cache is disabled)."""
+        if not self.enabled:
+            return None
+        now = time.time()
+        entry = {
+            "version": ENTRY_VERSION,
+            "kernel": self.kernel_name,
+            "key": self.key,
+            "key_parts": self.key_parts,
+            "config": json.loads(json.dumps(dict(config))),
+            "time_ms": None
+            if time_ms is None or time_ms != time_ms or time_ms == float("inf")
+            else float(time_ms),
+            "created": now,
+            "created_iso": datetime.datetime.fromtimestamp(now, datetime.UTC).isoformat(
+                timespec="seconds"
+            ),
+        }
+        entry.update({k: v for k, v in details.items() if _json_ok(v)})
+        with file_lock(self.lock_path):
+            write_json_atomic(self.path, entry)
+        return self.path
+
+    @contextlib.contextmanager
+    def tuning_lock(self, on_wait: Any = None) -> Iterator[None]:
+        """Held while this process tunes the kernel; a second tuner waits here (``on_wait()`` is
+        called first) and then finds the first one's entry."""
+        if not self.enabled:
+            yield
+            return
+        with file_lock(self.tuning_lock_path, blocking=False) as acquired:
+            if acquired:
+                yield
+                return
+        if on_wait is not None:
+            on_wait()
+        with file_lock(self.tuning_lock_path):
+            yield
+
+    def similar_configs(self, limit: int = 8, max_scan: int = 500) -> list[Any]:
+        """Configs cached for this kernel at other shapes (same everything except the shape key
+        parts), newest first, that fit this kernel's spec -- seeds for a warm-started search."""
+        if not self.enabled or limit <= 0 or not any(p in self.key_parts for p in SHAPE_KEY_PARTS):
+            return []
+        fixed = {k: v for k, v in self.key_parts.items() if k not in SHAPE_KEY_PARTS}
+        found: list[tuple[float, Any]] = []
+        for scanned, path in enumerate(
+            sorted(self.directory.glob(f"{_slug(self.kernel_name)}-*{ENTRY_SUFFIX}"))
+        ):
+            if scanned >= max_scan:
+                break
+            if path == self.path:
+                continue
+            try:
+                data = read_entry(path)
+                parts = data["key_parts"]
+                if {k: v for k, v in parts.items() if k not in SHAPE_KEY_PARTS} != fixed:
+                    continue
+                found.append((float(data.get("created") or 0.0), self._config_from(data["config"])))
+            except (CacheEntryError, TypeError, ValueError):
+                continue
+        found.sort(key=lambda item: -item[0])
+        return [config for _, config in found[:limit]]
+
+
+def _json_ok(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------------------ CLI helpers
+def list_entries(directory: Path | str | None = None) -> list[dict[str, Any]]:
+    """One summary dict per entry file (``helion cache list``); unreadable files get an ``error``."""
+    root = Path(directory) if directory is not None else cache_root()
+    if not root.is_dir():
+        return []
+    entries: list[dict[str, Any]] = []
+    for path in sorted(root.glob(f"*{ENTRY_SUFFIX}")):
+        try:
+            data = read_entry(path)
+        except CacheEntryError as error:
+            entries.append({"kernel": path.name, "error": str(error), "path": str(path)})
+            continue
+        parts = data["key_parts"]
+        entries.append(
+            {
+                "kernel": data.get("kernel", "?"),
+                "backend": _part(parts, "backend"),
+                "device": _part(parts, "device"),
+                "time_ms": data.get("time_ms"),
+                "created": data.get("created_iso", ""),
+                "key": data["key"][:12],
+                "config": json.dumps(data["config"], sort_keys=True, separators=(",", ":")),
+                "path": str(path),
+            }
+        )
+    return entries
+
+
+def _part(parts: dict[str, str], wanted: str) -> str:
+    for name, value in parts.items():
+        if name == wanted or name.startswith(wanted):
+            return value
+    return ""
+
+
+def clear(directory: Path | str | None = None, *, kernel: str | None = None) -> int:
+    """Delete cache entries (all, or one kernel's); returns how many were removed."""
+    root = Path(directory) if directory is not None else cache_root()
+    if not root.is_dir():
+        return 0
+    pattern = f"{_slug(kernel)}-*{ENTRY_SUFFIX}" if kernel else f"*{ENTRY_SUFFIX}"
+    removed = 0
+    for path in root.glob(pattern):
+        lock_path = path.with_name(path.name + ".lock")
+        with file_lock(lock_path), contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed += 1
+    for leftover in root.glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            if (
+                time.time() - leftover.stat().st_mtime > 3600
+            ):  # an abandoned write, not one in flight
+                leftover.unlink()
+    for lock_path in list(root.glob(f"*{ENTRY_SUFFIX}.lock")) + list(
+        root.glob(f"*{ENTRY_SUFFIX}.tuning.lock")
+    ):
+        entry = lock_path.with_name(lock_path.name.split(ENTRY_SUFFIX)[0] + ENTRY_SUFFIX)
+        if kernel and not entry.name.startswith(_slug(kernel) + "-"):
+            continue
+        # only delete a lock nobody holds; unlinking a held lock would let a third process in
+        with file_lock(lock_path, blocking=False) as free:
+            if free and not entry.exists():
+                with contextlib.suppress(OSError):
+                    lock_path.unlink()
+    return removed

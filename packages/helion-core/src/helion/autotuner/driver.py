@@ -1,0 +1,341 @@
+"""``autotune(bound, args)``: from a bound kernel to the config it should run with.
+
+Order of decisions:
+1. ``configs=[...]`` given: benchmark exactly those (FiniteSearch; fewer than 2 -> NotEnoughConfigs);
+   the result is not cached (the choice is the caller's list, not the kernel's).
+2. effort ``none``: the spec's default config, no measuring.
+3. the on-disk cache, unless ``force`` / ``HELION_FORCE_AUTOTUNE`` / ``HELION_SKIP_CACHE``.
+4. tune: seeds = default config + backend heuristics (``bound.seed_configs()``) + user seeds
+   (``settings.autotune_seed_configs``) + cached configs of the same kernel at other shapes when
+   the initial-population strategy is ``from_best_available`` (the default for quick effort);
+   run the search within the time budget; store the winner; print the line that hard-codes it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import time
+from typing import Any
+from typing import Iterable
+from typing import Sequence
+
+from helion.autotuner.cache import AutotuneCache
+from helion.autotuner.effort import EffortProfile
+from helion.autotuner.effort import get_effort_profile
+from helion.autotuner.effort import normalize_effort
+from helion.autotuner.progress import AutotuneLog
+from helion.autotuner.progress import AutotuneProgress
+from helion.autotuner.progress import plot_convergence
+from helion.autotuner.progress import report_winner
+
+
+def autotune(
+    bound: Any,
+    args: Sequence[Any],
+    *,
+    force: bool = False,
+    effort: str | None = None,
+    configs: Iterable[Any] | None = None,
+    search: str | type | None = None,
+    **options: Any,
+) -> Any:
+    """Tune ``bound`` for ``args`` and return the winning ``helion.Config``.
+
+    Args:
+        bound: a BoundKernel (``config_spec``, ``settings``, ``compile_config``, ``cache_key``, ...).
+        args: the kernel arguments to tune with (they are cloned, never modified).
+        force: ignore a cached result (the new result is still stored).
+        effort: ``none | quick | full`` (``high`` = full); default ``settings.autotune_effort``.
+        configs: benchmark exactly these configs instead of searching.
+        search: a search name or class; default ``settings.autotune_search`` (``surrogate``).
+        **options: passed to the search's constructor (``max_evaluations=``, ``budget_seconds=``,
+            ``seed=``, search-specific sizes such as ``initial=`` or ``copies=``).
+    """
+    settings = bound.settings
+    name = _kernel_name(bound)
+    log = AutotuneLog(settings, kernel_name=name)
+    spec = bound.config_spec
+    args = tuple(args)
+
+    if configs is not None:
+        return _run_finite(bound, args, list(configs), log, options)
+
+    effort_name = normalize_effort(
+        effort if effort is not None else getattr(settings, "autotune_effort", "full")
+    )
+    if effort_name == "none":
+        config = _normalized(spec, spec.default_config())
+        log.info("%s: autotune_effort='none', using the default config %s", name, config)
+        return config
+
+    force = force or bool(getattr(settings, "force_autotune", False))
+    cache = _open_cache(bound, settings, log)
+    if cache is not None and not force:
+        hit = cache.get()
+        if hit is not None:
+            log.debug("%s: using cached config %s (%s)", name, hit, cache.path)
+            return hit
+        if _assert_cache_hit():
+            from helion import exc
+
+            raise exc.CacheAssertionError(name)
+    check = getattr(settings, "check_autotuning_disabled", None)
+    if check is not None:
+        check()
+
+    lock = (
+        cache.tuning_lock(
+            on_wait=lambda: log.info(
+                "%s: another process is tuning this kernel; waiting for its result", name
+            )
+        )
+        if cache is not None and not _distributed()
+        else contextlib.nullcontext()
+    )
+    with lock:
+        if cache is not None and not force:
+            hit = cache.get()  # written by the process we waited for
+            if hit is not None:
+                log.info("%s: reusing the config another process just tuned: %s", name, hit)
+                return hit
+        winner, tuned = _tune(bound, args, effort_name, search, cache, log, options)
+        if cache is not None:
+            try:
+                cache.put(
+                    winner,
+                    time_ms=tuned.best_time,
+                    search=tuned.name,
+                    effort=effort_name,
+                    seed=tuned.seed,
+                    evaluations=tuned.evaluations,
+                    tuning_seconds=round(tuned.elapsed(), 3),
+                )
+            except OSError as error:
+                log.warning("%s: could not write the autotune cache (%s)", name, error)
+    return winner
+
+
+# ------------------------------------------------------------------------------------ tune
+def _tune(
+    bound: Any,
+    args: tuple[Any, ...],
+    effort_name: str,
+    search: str | type | None,
+    cache: AutotuneCache | None,
+    log: AutotuneLog,
+    options: dict[str, Any],
+) -> tuple[Any, Any]:
+    from helion.autotuner.benchmarking import BenchmarkHarness
+    from helion.autotuner.search import get_search
+
+    settings = bound.settings
+    name = _kernel_name(bound)
+    profile = _profile_for(effort_name, settings)
+    search_cls = get_search(
+        search or getattr(settings, "autotune_search", None) or profile.default_search
+    )
+    options = dict(options)
+    seed = options.pop("seed", None)
+    if seed is None:
+        seed = getattr(settings, "autotune_random_seed", None)
+    seeds = _seed_configs(bound, settings, cache, effort_name, profile, log)
+    repeats = max(1, int(getattr(settings, "autotune_best_of_k", 1) or 1))
+    cap = int(options.get("max_evaluations", profile.max_evaluations))
+    progress_enabled = bool(getattr(settings, "autotune_progress_bar", True))
+    log.info(
+        "%s: autotuning with the %s search (effort %s, seed %s, up to %d configs%s)",
+        name,
+        search_cls.name,
+        effort_name,
+        seed,
+        cap,
+        f", {profile.budget_seconds:g}s budget" if profile.budget_seconds else "",
+    )
+    best = None
+    progress = AutotuneProgress(
+        log, kernel_name=name, total=cap * repeats, enabled=progress_enabled
+    )
+    harness = BenchmarkHarness(
+        bound, args, settings=settings, profile=profile, log=log, progress=progress
+    )
+    with progress, harness:
+        for attempt in range(repeats):
+            searcher = search_cls(
+                bound.config_spec,
+                harness,
+                profile=profile,
+                seed=None if seed is None else int(seed) + attempt,
+                seed_configs=seeds,
+                max_generations=getattr(settings, "autotune_max_generations", None),
+                config_overrides=getattr(settings, "autotune_config_overrides", None) or None,
+                config_filter=getattr(settings, "autotune_config_filter", None),
+                **options,
+            )
+            try:
+                searcher.run()
+            except Exception as error:
+                _raise_with_failures(error, harness)
+            if best is None or searcher.best_time < best.best_time:
+                best = searcher
+    assert best is not None and best.best_config is not None
+    summary = best.summary()
+    summary["seconds"] = round(time.perf_counter() - progress.start, 3)
+    summary["failed"] = len(harness.failures)
+    report_winner(log, bound, best.best_config, summary)
+    plot_path = getattr(settings, "autotune_plot", None)
+    if plot_path:
+        written = plot_convergence(
+            best.history, plot_path, title=f"{name}: {best.name} search, {effort_name} effort"
+        )
+        if written:
+            log.info("%s: convergence plot written to %s", name, written)
+        else:
+            log.warning("%s: autotune_plot needs matplotlib; no plot written", name)
+    return best.best_config, best
+
+
+def _run_finite(
+    bound: Any, args: tuple[Any, ...], configs: list[Any], log: AutotuneLog, options: dict[str, Any]
+) -> Any:
+    from helion.autotuner.benchmarking import BenchmarkHarness
+    from helion.autotuner.search import FiniteSearch
+
+    settings = bound.settings
+    profile = _profile_for(normalize_effort(getattr(settings, "autotune_effort", "full")), settings)
+    if profile.name == "none":
+        profile = get_effort_profile("quick")
+    enabled = bool(getattr(settings, "autotune_progress_bar", True))
+    progress = AutotuneProgress(
+        log, kernel_name=_kernel_name(bound), total=len(configs), enabled=enabled
+    )
+    harness = BenchmarkHarness(
+        bound, args, settings=settings, profile=profile, log=log, progress=progress
+    )
+    with progress, harness:
+        search = FiniteSearch(
+            bound.config_spec, harness, configs=configs, profile=profile, **options
+        )
+        try:
+            winner = search.run()
+        except Exception as error:
+            _raise_with_failures(error, harness)
+    log.info(
+        "%s: best of %d given configs: %s (%.5f ms)",
+        _kernel_name(bound),
+        len(search.configs),
+        winner,
+        search.best_time,
+    )
+    return winner
+
+
+# ------------------------------------------------------------------------------------ parts
+def _profile_for(effort_name: str, settings: Any) -> EffortProfile:
+    profile = get_effort_profile(effort_name)
+    changes: dict[str, Any] = {}
+    threshold = getattr(settings, "autotune_rebenchmark_threshold", None)
+    if threshold is not None:
+        changes["rebenchmark_threshold"] = float(threshold)
+    budget = getattr(settings, "autotune_budget_seconds", None)
+    if budget is not None:
+        changes["budget_seconds"] = float(budget) if budget > 0 else None
+    return profile.replace(**changes) if changes else profile
+
+
+def _seed_configs(
+    bound: Any,
+    settings: Any,
+    cache: AutotuneCache | None,
+    effort_name: str,
+    profile: EffortProfile,
+    log: AutotuneLog,
+) -> list[Any]:
+    spec = bound.config_spec
+    seeds: list[Any] = []
+    with contextlib.suppress(Exception):
+        seeds.append(spec.default_config())
+    if not getattr(settings, "disable_autotuner_heuristics", False):
+        try:
+            seeds.extend(bound.seed_configs() or ())
+        except Exception as error:
+            log.debug("backend seed configs unavailable: %s", error)
+    user = getattr(settings, "autotune_seed_configs", None)
+    if user:
+        seeds.extend(user if isinstance(user, (list, tuple)) else [user])
+    strategy = getattr(settings, "autotune_initial_population_strategy", None)
+    if strategy is None:
+        strategy = "from_best_available" if effort_name == "quick" else "from_random"
+    if strategy == "from_best_available" and cache is not None:
+        limit = min(
+            profile.warm_start_configs,
+            int(getattr(settings, "autotune_best_available_max_configs", 20)),
+        )
+        scan = int(getattr(settings, "autotune_best_available_max_cache_scan", 500))
+        try:
+            warm = cache.similar_configs(limit=limit, max_scan=scan)
+        except Exception as error:
+            log.debug("warm start from the cache failed: %s", error)
+            warm = []
+        if warm:
+            log.debug("%d seed config(s) from cached tunings of other shapes", len(warm))
+        seeds.extend(warm)
+    return seeds
+
+
+def _open_cache(bound: Any, settings: Any, log: AutotuneLog) -> AutotuneCache | None:
+    try:
+        cache = AutotuneCache(bound, settings=settings)
+    except Exception as error:
+        # no cache key (e.g. a kernel without source): tune every time rather than fail
+        log.debug("autotune cache unavailable: %s", error)
+        return None
+    return cache if cache.enabled else None
+
+
+def _raise_with_failures(error: Exception, harness: Any) -> None:
+    from helion import exc
+
+    if not isinstance(error, exc.NoConfigFound):
+        raise error
+    failures = harness.failures
+    counts = collections.Counter(f.status for f in failures)
+    examples = []
+    seen_status: set[str] = set()
+    for failure in failures:
+        if failure.status not in seen_status:
+            seen_status.add(failure.status)
+            examples.append(f"  {failure.status}: {failure.reason} (config {failure.config})")
+    detail = ", ".join(f"{count} {status}" for status, count in counts.most_common())
+    message = f"{getattr(error, 'hint', None) or ''}\nFailures: {detail or 'none recorded'}".strip()
+    if examples:
+        message += "\n" + "\n".join(examples)
+    raise exc.NoConfigFound(hint=message) from error
+
+
+def _normalized(spec: Any, config: Any) -> Any:
+    result = spec.normalize(config)
+    return config if result is None else result
+
+
+def _kernel_name(bound: Any) -> str:
+    return str(getattr(getattr(bound, "kernel", None), "name", None) or "kernel")
+
+
+def _assert_cache_hit() -> bool:
+    try:
+        from helion.runtime.settings import assert_cache_hit
+
+        return bool(assert_cache_hit())
+    except Exception:
+        return False
+
+
+def _distributed() -> bool:
+    # ranks of a distributed kernel must tune together; never make one wait for another
+    try:
+        import torch.distributed as dist
+
+        return dist.is_available() and dist.is_initialized()
+    except Exception:
+        return False

@@ -1,0 +1,386 @@
+"""The search framework every algorithm builds on.
+
+A search proposes configs; an *evaluator* turns configs into milliseconds (``inf`` = failed).  The
+real evaluator is :class:`helion.autotuner.benchmarking.BenchmarkHarness`; tests and external
+tuners can pass :class:`CallableEvaluator`.  ``BaseSearch`` owns everything the algorithms share:
+the seeded RNG (same seed, same evaluator results -> same configs tried), the evaluation/time
+budget, de-duplication of configs already measured, best-so-far tracking and the final
+re-benchmark of the leaders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Callable
+from typing import ClassVar
+from typing import Iterable
+from typing import Mapping
+from typing import Protocol
+from typing import Sequence
+
+from helion.autotuner.effort import FULL
+from helion.autotuner.effort import EffortProfile
+
+if TYPE_CHECKING:
+    from helion.runtime.config import Config
+
+
+class Evaluator(Protocol):
+    def evaluate(self, configs: Sequence[Config]) -> list[float]:
+        """Milliseconds per config, ``math.inf`` for a config that failed."""
+        ...
+
+
+class BudgetExhausted(Exception):
+    """Raised inside a search when no more evaluations or seconds are left; ends the search."""
+
+
+@dataclass
+class Trial:
+    config: Config
+    time_ms: float
+    index: int  # order of measurement, from 0
+    generation: int
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.time_ms)
+
+
+class CallableEvaluator:
+    """Evaluate configs with a plain function ``cost(config) -> ms`` (synthetic costs, external kernels).
+
+    An exception or a non-finite/negative value counts as a failed config.
+    """
+
+    def __init__(self, cost: Callable[[Config], float]) -> None:
+        self.cost = cost
+        self.calls = 0
+
+    def evaluate(self, configs: Sequence[Config]) -> list[float]:
+        times = []
+        for config in configs:
+            self.calls += 1
+            try:
+                value = float(self.cost(config))
+            except Exception:
+                value = math.inf
+            times.append(value if math.isfinite(value) and value >= 0 else math.inf)
+        return times
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """Canonical text of a config, used to recognise a config already measured."""
+    values = getattr(config, "config", None)
+    if not isinstance(values, dict):
+        values = dict(config)
+    try:
+        # Config values are JSON-shaped already; this is the hot path of the surrogate's pool
+        return json.dumps(values, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return json.dumps(_plain(values), sort_keys=True, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+def make_config(values: Mapping[str, Any]) -> Config:
+    from helion.runtime.config import Config
+
+    if isinstance(values, Config):
+        return values
+    return Config(**dict(values))
+
+
+def fresh_seed() -> int:
+    """A time-based seed (printed by the driver so the run can be reproduced)."""
+    return int(time.time_ns() % (2**31 - 1))
+
+
+class BaseSearch:
+    """Base of every search.  Subclasses implement :meth:`_search` and call :meth:`evaluate`.
+
+    Constructor arguments shared by all searches:
+      config_spec     -- the ConfigSpec of the bound kernel
+      evaluator       -- see :class:`Evaluator`
+      profile         -- an :class:`EffortProfile` (sizes, generations, thresholds)
+      seed            -- RNG seed; ``None`` picks a time-based one (``self.seed`` holds it)
+      seed_configs    -- configs that join the first population (default, heuristics, user's)
+      max_evaluations -- cap on measured configs (default: the profile's)
+      budget_seconds  -- wall-clock cap for the search (default: the profile's)
+      max_generations -- overrides the profile's generation count (settings.autotune_max_generations)
+      config_overrides-- keys forced onto every candidate (settings.autotune_config_overrides)
+      config_filter   -- ``(Config) -> Config | None`` applied to every candidate; None drops it
+    """
+
+    name: ClassVar[str] = "base"
+
+    def __init__(
+        self,
+        config_spec: Any,
+        evaluator: Evaluator,
+        *,
+        profile: EffortProfile | None = None,
+        seed: int | None = None,
+        seed_configs: Iterable[Mapping[str, Any]] = (),
+        max_evaluations: int | None = None,
+        budget_seconds: float | None = None,
+        max_generations: int | None = None,
+        config_overrides: Mapping[str, Any] | None = None,
+        config_filter: Callable[[Config], Config | None] | None = None,
+    ) -> None:
+        self.spec = config_spec
+        self.evaluator = evaluator
+        self.profile = profile or FULL
+        self.seed = fresh_seed() if seed is None else int(seed)
+        self.rng = random.Random(self.seed)
+        self.max_evaluations = (
+            self.profile.max_evaluations if max_evaluations is None else int(max_evaluations)
+        )
+        self.budget_seconds = (
+            self.profile.budget_seconds if budget_seconds is None else budget_seconds
+        )
+        self.max_generations = max_generations
+        self.config_overrides = dict(config_overrides or {})
+        self.config_filter = config_filter
+        self.seed_configs = [c for c in (self.prepare(s) for s in seed_configs) if c is not None]
+        self.history: list[Trial] = []
+        self.best_config: Config | None = None
+        self.best_time: float = math.inf
+        self.generation = 0
+        self.rebenchmarked: dict[str, float] = {}
+        self._times: dict[str, float] = {}
+        self._start: float | None = None
+        self.invalid_candidates = 0
+
+    # ----------------------------------------------------------------------------- budget
+    @property
+    def evaluations(self) -> int:
+        return len(self.history)
+
+    def elapsed(self) -> float:
+        return 0.0 if self._start is None else time.perf_counter() - self._start
+
+    def evaluations_left(self) -> int:
+        return max(0, self.max_evaluations - self.evaluations)
+
+    def out_of_time(self) -> bool:
+        # the time budget never leaves the caller without a working config: it starts to count
+        # once one has been found
+        if self.budget_seconds is None or self.best_config is None:
+            return False
+        return self.elapsed() >= self.budget_seconds
+
+    def budget_left(self) -> bool:
+        return self.evaluations_left() > 0 and not self.out_of_time()
+
+    def generations(self, default: int) -> int:
+        return default if self.max_generations is None else int(self.max_generations)
+
+    # ---------------------------------------------------------------------- configs
+    def prepare(self, config: Mapping[str, Any] | None) -> Config | None:
+        """Apply the forced overrides and normalize; ``None`` when the spec rejects the config."""
+        if config is None:
+            return None
+        try:
+            values = dict(config)
+            values.update(self.config_overrides)
+            candidate = make_config(values)
+            normalized = self.spec.normalize(candidate)
+            candidate = candidate if normalized is None else make_config(normalized)
+            if self.config_filter is not None:
+                filtered = self.config_filter(candidate)
+                if filtered is None:
+                    self.invalid_candidates += 1
+                    return None
+                if filtered is not candidate:
+                    normalized = self.spec.normalize(make_config(filtered))
+                    candidate = (
+                        make_config(filtered) if normalized is None else make_config(normalized)
+                    )
+            return candidate
+        except Exception:
+            # InvalidConfig and friends: the candidate simply is not part of the space
+            self.invalid_candidates += 1
+            return None
+
+    def random_config(self) -> Config | None:
+        return self.prepare(self.spec.random_config(self.rng))
+
+    def random_configs(self, count: int) -> list[Config]:
+        found: list[Config] = []
+        seen: set[str] = set()
+        attempts = 0
+        while len(found) < count and attempts < count * 4 + 8:
+            attempts += 1
+            config = self.random_config()
+            if config is None:
+                continue
+            key = config_key(config)
+            if key not in seen:
+                seen.add(key)
+                found.append(config)
+        return found
+
+    def initial_population(self, size: int) -> list[Config]:
+        """Seeds first, then random configs until ``size`` distinct configs."""
+        population: list[Config] = []
+        seen: set[str] = set()
+        for config in self.seed_configs:
+            key = config_key(config)
+            if key not in seen:
+                seen.add(key)
+                population.append(config)
+        attempts = 0
+        while len(population) < size and attempts < size * 4 + 8:
+            attempts += 1
+            candidate = self.random_config()
+            if candidate is None:
+                continue
+            key = config_key(candidate)
+            if key not in seen:
+                seen.add(key)
+                population.append(candidate)
+        return population
+
+    def neighbors(self, config: Config) -> list[Config]:
+        found = []
+        for neighbor in self.spec.neighbors(config):
+            prepared = self.prepare(neighbor)
+            if prepared is not None:
+                found.append(prepared)
+        return found
+
+    def is_measured(self, config: Config) -> bool:
+        return config_key(config) in self._times
+
+    def time_of(self, config: Config) -> float:
+        return self._times.get(config_key(config), math.inf)
+
+    # ---------------------------------------------------------------------- evaluate
+    def evaluate(self, configs: Sequence[Config | Mapping[str, Any] | None]) -> list[float]:
+        """Measure configs (already measured ones are not re-run), in order; ``inf`` = failed.
+
+        Raises :class:`BudgetExhausted` after measuring what still fits in the budget.
+        """
+        prepared = [self.prepare(c) if c is not None else None for c in configs]
+        pending: list[Config] = []
+        pending_keys: set[str] = set()
+        for config in prepared:
+            if config is None:
+                continue
+            key = config_key(config)
+            if key not in self._times and key not in pending_keys:
+                pending_keys.add(key)
+                pending.append(config)
+        batch_size = max(1, self.profile.batch_size)
+        position = 0
+        while position < len(pending):
+            if not self.budget_left():
+                raise BudgetExhausted
+            chunk = pending[position : position + min(batch_size, self.evaluations_left())]
+            position += len(chunk)
+            times = self.evaluator.evaluate(chunk)
+            if len(times) != len(chunk):
+                raise RuntimeError(
+                    f"evaluator returned {len(times)} times for {len(chunk)} configs"
+                )
+            for config, ms in zip(chunk, times, strict=True):
+                self._record(config, float(ms))
+        return [
+            math.inf if c is None else self._times.get(config_key(c), math.inf) for c in prepared
+        ]
+
+    def _record(self, config: Config, ms: float) -> None:
+        if not math.isfinite(ms) or ms < 0:
+            ms = math.inf
+        self._times[config_key(config)] = ms
+        self.history.append(Trial(config, ms, len(self.history), self.generation))
+        if ms < self.best_time:
+            self.best_time = ms
+            self.best_config = config
+
+    def ranked(self, limit: int | None = None) -> list[Trial]:
+        """Successful trials, fastest first (ties: earlier first, so results are deterministic)."""
+        ok = sorted((t for t in self.history if t.ok), key=lambda t: (t.time_ms, t.index))
+        return ok if limit is None else ok[:limit]
+
+    # ---------------------------------------------------------------------- run
+    def run(self) -> Config:
+        """Search, then re-benchmark the leaders; returns the winner or raises NoConfigFound."""
+        self._start = time.perf_counter()
+        if self.budget_seconds is not None and hasattr(self.evaluator, "deadline"):
+            # lets the harness skip the rest of a batch once the time is up
+            self.evaluator.deadline = self._start + float(self.budget_seconds)
+        with contextlib.suppress(BudgetExhausted):
+            self._search()
+        self._rebenchmark_leaders()
+        if self.best_config is None:
+            from helion import exc
+
+            failed = self.evaluations
+            raise exc.NoConfigFound(
+                hint=f"the {self.name} search measured {failed} config(s), all failed, and "
+                f"{self.invalid_candidates} candidate(s) were rejected by the config spec"
+            )
+        return self.best_config
+
+    def _search(self) -> None:
+        raise NotImplementedError
+
+    def _rebenchmark_leaders(self) -> None:
+        rebenchmark = getattr(self.evaluator, "rebenchmark", None)
+        if rebenchmark is None or not math.isfinite(self.best_time):
+            return
+        threshold = self.profile.rebenchmark_threshold
+        leaders = [
+            t
+            for t in self.ranked(self.profile.rebenchmark_top_k)
+            if t.time_ms <= self.best_time * threshold
+        ]
+        if len(leaders) < 2:
+            return
+        times = rebenchmark([t.config for t in leaders])
+        scored = [(ms, i) for i, ms in enumerate(times) if math.isfinite(ms)]
+        for trial, ms in zip(leaders, times, strict=True):
+            self.rebenchmarked[config_key(trial.config)] = ms
+        if not scored:
+            return
+        best_ms, best_index = min(scored)
+        self.best_config = leaders[best_index].config
+        self.best_time = best_ms
+
+    # ---------------------------------------------------------------------- helpers
+    def improved(self, previous_best: float, min_improvement: float) -> bool:
+        """Did the best time improve by at least ``min_improvement`` (relative)?"""
+        if not math.isfinite(self.best_time):
+            return False
+        if not math.isfinite(previous_best):
+            return True
+        return self.best_time < previous_best * (1.0 - min_improvement)
+
+    def summary(self) -> dict[str, Any]:
+        failed = sum(1 for t in self.history if not t.ok)
+        return {
+            "search": self.name,
+            "seed": self.seed,
+            "evaluations": self.evaluations,
+            "failed": failed,
+            "generations": self.generation,
+            "best_ms": self.best_time,
+            "seconds": round(self.elapsed(), 3),
+        }
