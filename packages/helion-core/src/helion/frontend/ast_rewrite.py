@@ -93,6 +93,30 @@ def assigned_names(nodes: list[ast.stmt] | ast.AST) -> list[str]:
     return found
 
 
+def scope_bound_names(stmts: list[ast.stmt], defined: set[str]) -> list[str]:
+    """Names that device statements bind in their own scope, in order.
+
+    A device loop is a function of its carried values: it rebinds only the names it carries
+    (names bound before it and assigned in its body); names first assigned inside it stay
+    local to it. An `if` binds what either branch binds.
+    """
+    found: list[str] = []
+    defined = set(defined)
+    for stmt in stmts:
+        if isinstance(stmt, ast.For):
+            targets = assigned_names(stmt.target)
+            names = [n for n in assigned_names(stmt.body) if n in defined and n not in targets]
+        elif isinstance(stmt, ast.If):
+            names = scope_bound_names(stmt.body, defined) + scope_bound_names(stmt.orelse, defined)
+        else:
+            names = assigned_names(stmt)
+        for name in names:
+            if name not in found:
+                found.append(name)
+        defined |= set(names)
+    return found
+
+
 def loaded_names(nodes: list[ast.AST] | ast.AST) -> list[str]:
     found: list[str] = []
     roots = nodes if isinstance(nodes, list) else [nodes]
@@ -323,7 +347,7 @@ class DeviceRewriter:
             for node in new:
                 ast.copy_location(node, stmt)
             out.extend(new)
-            defined |= set(assigned_names(stmt))
+            defined |= set(scope_bound_names([stmt], defined))
         return out
 
     def rewrite_stmt(self, stmt: ast.stmt, defined: set[str]) -> list[ast.stmt]:
@@ -378,8 +402,8 @@ class DeviceRewriter:
 
     def _rewrite_if(self, stmt: ast.If, defined: set[str]) -> list[ast.stmt]:
         self.counter += 1
-        then_assigned = assigned_names(stmt.body)
-        else_assigned = assigned_names(stmt.orelse)
+        then_assigned = scope_bound_names(stmt.body, defined)
+        else_assigned = scope_bound_names(stmt.orelse, defined)
         outputs = [n for n in then_assigned + [x for x in else_assigned if x not in then_assigned]]
         inputs = [n for n in outputs if n in defined]
 

@@ -465,7 +465,7 @@ def emit_dot(tracer: Any, a: Any, b: Any, acc: Any, out_dtype: Any, *, default_f
     if va.type.ndim not in (2, 3) or vb.type.ndim not in (2, 3) or va.type.ndim != vb.type.ndim:
         raise exc.RankMismatch("2-D x 2-D or 3-D x 3-D", f"{va.type.ndim}-D x {vb.type.ndim}-D", "matmul", loc=tracer.current_loc())
     k_a, k_b = va.shape[-1], vb.shape[-2]
-    if sympy.simplify(k_a - k_b) != 0:
+    if not ops.dims_equal(k_a, k_b):
         raise exc.ShapeMismatch(f"matmul inner dimensions differ: {k_a} vs {k_b}", loc=tracer.current_loc())
     if va.type.ndim == 3:
         try:
@@ -500,7 +500,7 @@ def emit_dot(tracer: Any, a: Any, b: Any, acc: Any, out_dtype: Any, *, default_f
                 info.used_in_dot = True
     node = tracer.emit(ops.dot, [va, vb, acc_value], {"out_dtype": result_dtype})
     result = node.output
-    if acc_value is not None and result.shape != acc_value.shape:
+    if acc_value is not None and not ops.shapes_equal(result.shape, acc_value.shape):
         raise exc.ShapeMismatch(f"accumulator shape {list(acc_value.shape)} != product shape {list(result.shape)}", loc=tracer.current_loc())
     return DeviceValue(tracer, result)
 
@@ -577,7 +577,7 @@ def _reshape(tracer: Any, x: Any, *shape_args: Any) -> DeviceValue:
     if unknown is not None:
         known = _numel(tuple(d for d in dims if d is not None))
         dims[unknown] = sympy.simplify(total / known)
-    if sympy.simplify(_numel(tuple(dims)) - total) != 0:
+    if not ops.dims_equal(_numel(tuple(dims)), total):
         raise exc.ShapeMismatch(f"cannot reshape {list(value.shape)} to {dims}", loc=tracer.current_loc())
     return tracer.wrap(tracer.emit(ops.view_reshape, [value], {"shape": tuple(dims)}))
 

@@ -91,6 +91,7 @@ class Tracer:
         self.blocks: list[Block] = [self.ir.body]
         self.loop_depth = 0
         self.rdims_by_size: dict[int, int] = {}
+        self.rdim_extents: dict[sympy.Symbol, int] = {}  # see ops.dim_extents
         self.inputs: list[HostInput] = []
         self.barrier_count = 0
 
@@ -99,9 +100,18 @@ class Tracer:
 
     def trace(self, device_fn: Callable, names: Sequence[str], values: Sequence[Any], runtime_scalars: set[str]) -> KernelIR:
         proxies = [self._enter_host_value(i, n, v, runtime_scalars) for i, (n, v) in enumerate(zip(names, values))]
-        numel = max((t.numel() for t in values if isinstance(t, torch.Tensor)), default=0)
+        # each tensor of a tuple/list argument (e.g. the peer buffers of a symmetric tensor) is a
+        # kernel argument of its own, re-read from the sequence at every launch like a capture
+        for position, inp in enumerate(self.inputs):
+            if inp.kind == "tensors":
+                items = [
+                    self._add_lifted(("item", position, i), t, name=f"{inp.name}_item_{i}")
+                    for i, t in enumerate(inp.value)
+                ]
+                proxies[position] = tuple(items) if isinstance(inp.value, tuple) else items
+        numel = max((t.numel() for t in _iter_tensors(values)), default=0)
         self.ir.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
-        with active_mode(self):
+        with active_mode(self), ops.dim_extents(self.rdim_extents):
             device_fn(self, *proxies)
         return self.ir
 
@@ -124,8 +134,9 @@ class Tracer:
         if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
             self.inputs.append(HostInput(name, "constant", value))
             return value
-        if isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
-            raise exc.UnsupportedPythonType(f"a {type(value).__name__} of tensors ({name!r}) in device code")
+        if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            self.inputs.append(HostInput(name, "tensors", value))
+            return value  # replaced by a sequence of HostTensors in trace()
         self.inputs.append(HostInput(name, "other", value))
         return value
 
@@ -228,6 +239,7 @@ class Tracer:
             return sympy.Integer(1)
         if size not in self.rdims_by_size:
             self.rdims_by_size[size] = self._new_block("reduction", size).block_id
+            self.rdim_extents[self.ir.block_sizes[self.rdims_by_size[size]].symbol] = size
         return self.ir.block_sizes[self.rdims_by_size[size]].symbol
 
     def dim_size(self, dim: sympy.Expr) -> Any:
@@ -375,7 +387,7 @@ class Tracer:
                 shape = ops.broadcast_shapes(value.shape, init.shape)
             except ValueError:
                 shape = None
-            if shape == init.shape:
+            if shape is not None and ops.shapes_equal(shape, init.shape):
                 if value.shape != init.shape:
                     value = self.emit(ops.view_expand, [value], {"shape": init.shape}).output
                 if value.dtype != init.dtype:
@@ -599,7 +611,7 @@ class Tracer:
             broadcast = ops.broadcast_shapes(vshape, shape)
         except ValueError:
             broadcast = None
-        if broadcast != tuple(shape):
+        if broadcast is None or not ops.shapes_equal(broadcast, shape):
             raise exc.ShapeMismatch(f"cannot store a value of shape {list(vshape)} into a slice of shape {list(shape)}", loc=self.current_loc())
         if vshape != tuple(shape):
             stored = self.emit(ops.view_expand, [stored], {"shape": tuple(shape)}).output
@@ -756,9 +768,9 @@ class Tracer:
     def _resolve_lifted(self, source: tuple) -> Any:
         return resolve_lifted([inp.value for inp in self.inputs], source)
 
-    def _add_lifted(self, source: tuple, tensor: torch.Tensor) -> HostTensor:
+    def _add_lifted(self, source: tuple, tensor: torch.Tensor, name: str | None = None) -> HostTensor:
         index = len(self.inputs) + len(self.ir.lifted)
-        arg = TensorArg(f"captured{len(self.ir.lifted)}", index, tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device)
+        arg = TensorArg(name or f"captured{len(self.ir.lifted)}", index, tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device)
         self.ir.tensor_args.append(arg)
         self.ir.lifted.append(source)
         self.ir.lifted_args.append(arg)
@@ -785,9 +797,19 @@ class Tracer:
 def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:
     kind, position, key = source
     fn = values[position]
+    if kind == "item":
+        return fn[key]
     if kind == "closure":
         return fn.__closure__[key].cell_contents
     return fn.__globals__[key]
+
+
+def _iter_tensors(values: Sequence[Any]):
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            yield from (v for v in value if isinstance(v, torch.Tensor))
 
 
 def ceil_pow2(n: int) -> int:

@@ -218,6 +218,8 @@ class KernelIR:
         self.host_tunables: dict[str, Any] = {}
         self.filename: str = "<unknown>"
         self.uses_barrier = False
+        # the kernel's Settings (backends read e.g. dot_precision); None outside a BoundKernel
+        self.settings: Any = None
         # (tensor guards, constant guards): the host values this trace is valid for
         self.guards: tuple[list, list] = ([], [])
         # tensors captured by callable arguments: (kind, input position, key) and their args

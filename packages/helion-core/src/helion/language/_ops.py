@@ -6,8 +6,10 @@ Backends lower ops through their own registry (`helion.backends.ref.lowerings` f
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import sympy
 import torch
@@ -91,6 +93,35 @@ def shape_of(operand: Any) -> tuple[sympy.Expr, ...]:
     return ()
 
 
+# While a kernel is traced: the concrete extent of each full-slice (reduction) dimension symbol.
+# Such a dimension and an integer of the same size are one dimension, so that `x[tile, :]` of a
+# row of 32 and `hl.zeros([tile, 32])` combine.
+_DIM_EXTENTS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("helion_dim_extents", default=None)
+
+
+@contextlib.contextmanager
+def dim_extents(extents: dict) -> Iterator[None]:
+    token = _DIM_EXTENTS.set(extents)
+    try:
+        yield
+    finally:
+        _DIM_EXTENTS.reset(token)
+
+
+def dims_equal(a: Any, b: Any) -> bool:
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if a == b or sympy.simplify(a - b) == 0:
+        return True
+    extents = _DIM_EXTENTS.get()
+    if not extents:
+        return False
+    return sympy.simplify(a.subs(extents) - b.subs(extents)) == 0
+
+
+def shapes_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
+
+
 def broadcast_shapes(*shapes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
     """Broadcast symbolic shapes; raises ValueError (turned into ShapeMismatch) if they clash."""
     ndim = max((len(s) for s in shapes), default=0)
@@ -106,7 +137,10 @@ def broadcast_shapes(*shapes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
                 continue
             if dim == 1:
                 dim = this
-            elif sympy.simplify(dim - this) != 0:
+            elif dims_equal(dim, this):
+                if dim.is_Integer and not this.is_Integer:
+                    dim = this  # keep the symbol: it says which reduction dim this is
+            else:
                 raise ValueError(f"shapes {[tuple(s) for s in shapes]} cannot be broadcast (dim {axis}: {dim} vs {this})")
         result.append(dim)
     return tuple(result)

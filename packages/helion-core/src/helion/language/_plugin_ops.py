@@ -11,7 +11,17 @@ from typing import Any
 # ops we know a first-party distribution provides, for a helpful error when it is missing
 KNOWN_PROVIDERS = {
     name: "helion-distributed"
-    for name in ("signal", "wait", "all_reduce", "all_gather", "reduce_scatter", "peer_tensors", "symm_mem")
+    for name in (
+        "signal",
+        "wait",
+        "peer_barrier",
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "peer_tensors",
+        "signal_pads",
+        "symm_mem",
+    )
 }
 
 _cache: dict[str, Any] | None = None

@@ -334,6 +334,7 @@ class BoundKernel:
         device_fn = ast_rewrite.make_device_function(self.split, self._device_factory, _device_builtins())
         ir = tracer.trace(device_fn, self.split.device_inputs, values, self._runtime_scalars)
         ir.host_tunables = dict(self._user_tunables)
+        ir.settings = self.settings
         full_values = _with_lifted(values, ir.lifted)
         ir.guards = (
             [(i, tuple(v.shape), tuple(v.stride()), v.dtype) for i, v in enumerate(full_values) if isinstance(v, torch.Tensor)],

@@ -46,9 +46,10 @@ class RefBackend(Backend):
     min_dot_size = 1
 
     def check(self, ir: KernelIR) -> None:
-        from helion.backends.ref.lowerings import REF_LOWERINGS
+        from helion.backends.ref.lowerings import ref_lowerings
 
-        missing = [node for node in ir.walk() if not node.op.structural and node.op not in REF_LOWERINGS]
+        table = ref_lowerings()
+        missing = [node for node in ir.walk() if not node.op.structural and node.op not in table]
         if missing:
             raise exc.BackendUnsupported(missing[0].op.name, self.name, loc=missing[0].loc)
 

@@ -15,27 +15,32 @@ import torch
 
 from helion import exc
 from helion.ir.core import Block, KernelIR, Node, TensorType, Value
+from helion.language import _ops as ops
 from helion.runtime.config import Config
 
 
 class TileRuntime:
-    """A tile while it executes: [begin, end) with the configured block size."""
+    """A tile while it executes: [begin, end) with the configured block size, and the range
+    [range_begin, range_end) its loop covers (for `tile.count`)."""
 
-    __slots__ = ("begin", "end", "block_size")
+    __slots__ = ("begin", "end", "block_size", "range_begin", "range_end")
 
-    def __init__(self, begin: int, end: int, block_size: int) -> None:
+    def __init__(self, begin: int, end: int, block_size: int, range_begin: int = 0, range_end: int | None = None) -> None:
         self.begin = begin
         self.end = end
         self.block_size = block_size
+        self.range_begin = range_begin
+        self.range_end = end if range_end is None else range_end
 
 
 class RefExecutor:
     def __init__(self, ir: KernelIR, config: Config) -> None:
-        from helion.backends.ref.lowerings import REF_LOWERINGS
+        from helion.backends.ref.lowerings import pad_partial_tiles, ref_lowerings
 
         self.ir = ir
         self.config = config
-        self.lowerings = REF_LOWERINGS
+        self.lowerings = ref_lowerings()
+        self.pad_partial_tiles = pad_partial_tiles
         block_sizes = list(config.get("block_sizes", []) or [])
         self.block_value: dict[int, int] = {}
         for info in ir.block_sizes:
@@ -59,6 +64,12 @@ class RefExecutor:
         self.stored_tensors = {
             node.attrs["tensor"].index for node in ir.walk() if node.op.memory in ("store", "atomic")
         }
+        # side-effecting ops that are not memory ops synchronize with other agents (the signals
+        # and collectives of helion-distributed): memory may change under the kernel, so a load
+        # must copy, never alias its tensor
+        self.copy_loads = any(
+            node.op.side_effects and node.op.memory is None and node.op is not ops.device_print for node in ir.walk()
+        )
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -114,6 +125,8 @@ class RefExecutor:
         if rule is None:
             raise exc.BackendUnsupported(node.op.name, "ref", loc=node.loc)
         inputs = [self.value(env, i) for i in node.inputs]
+        if node.op.elementwise:
+            inputs = self.pad_partial_tiles(inputs)
         try:
             results = rule(self, node, inputs)
         except exc.BaseError:
@@ -142,7 +155,7 @@ class RefExecutor:
             step = self.block_value[block_id]
             if node.attrs.get("is_grid"):
                 step = 1
-            per_dim.append([TileRuntime(b, min(b + step, hi), step) for b in range(lo, hi, step)])
+            per_dim.append([TileRuntime(b, min(b + step, hi), step, lo, hi) for b in range(lo, hi, step)])
         return per_dim
 
     def _iterate(self, node: Node, env: dict[int, Any]):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -25,10 +25,87 @@ def ref_lowering(*op_list: ops.Op) -> Callable:
     return decorator
 
 
+_merged: tuple[int, dict[ops.Op, Callable]] | None = None
+
+
+def ref_lowerings() -> dict[ops.Op, Callable]:
+    """The ref table plus the rules plugins contribute for their own ops through the
+    ``helion_lowerings("ref")`` hook (e.g. helion-distributed's ``hl.signal``). Built at the
+    first use and again only when the set of plugins changes; a rule for an op that already has
+    one (in core or in another plugin) is an error."""
+    global _merged
+    from helion import plugins
+
+    generation = plugins.generation()
+    if _merged is not None and _merged[0] == generation:
+        return _merged[1]
+    table = dict(REF_LOWERINGS)
+    owners: dict[ops.Op, str] = {}
+    for result in plugins.call_each_plugin("helion_lowerings", backend="ref"):
+        for op, rule in (result.value or {}).items():
+            if op in table:
+                first = owners.get(op, "helion-core")
+                raise ValueError(
+                    f"ref lowering for {op.name} is provided twice ({first} and {result.plugin.distribution or result.plugin.name})"
+                )
+            table[op] = rule
+            owners[op] = result.plugin.distribution or result.plugin.name
+    _merged = (plugins.generation(), table)
+    return table
+
+
 def _tensor(ex: Any, value: Any, dtype: torch.dtype) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value
     return torch.tensor(value, dtype=dtype, device=ex.device)
+
+
+# -- partial tiles -------------------------------------------------------------------------------
+#
+# Tiles run at their exact extent, but a value made where a tile is not running has the full
+# block size (`acc = hl.zeros([tile_m, block])` before `for tile_n in hl.tile(n, block_size=block)`).
+# Compiled code pads a partial tile's lanes: loads read 0 there and stores skip them. The ref
+# backend does the same at the point where the two sizes meet.
+
+
+def pad_partial_tiles(inputs: list) -> list:
+    """Zero-pad the tensors of an elementwise op (or a dot and its accumulator) whose sizes
+    differ along a dim (neither being 1) to the largest size there."""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor) and x.ndim]
+    if len(tensors) < 2:
+        return inputs
+    ndim = max(t.ndim for t in tensors)
+    target = []
+    for axis in range(ndim):
+        sizes = {t.shape[axis - ndim + t.ndim] for t in tensors if axis - ndim + t.ndim >= 0} - {1}
+        target.append(max(sizes) if sizes else 1)
+    if all(len({t.shape[axis - ndim + t.ndim] for t in tensors if axis - ndim + t.ndim >= 0} - {1}) <= 1 for axis in range(ndim)):
+        return inputs
+    return [_pad_to(x, target) if isinstance(x, torch.Tensor) and x.ndim else x for x in inputs]
+
+
+def _pad_to(x: torch.Tensor, target: list[int]) -> torch.Tensor:
+    offset = len(target) - x.ndim
+    padding: list[int] = []
+    for axis in reversed(range(x.ndim)):  # F.pad lists the last dim first
+        size, want = x.shape[axis], target[axis + offset]
+        padding += [0, want - size if size not in (1, want) else 0]
+    if not any(padding):
+        return x
+    return F.pad(x, padding)
+
+
+def fit_to_slot(value: Any, shape: Sequence[int]) -> Any:
+    """A stored value with a dim larger than its destination (a full block stored into a
+    partial tile) keeps only the leading lanes, as a masked store would."""
+    if not isinstance(value, torch.Tensor) or value.ndim == 0:
+        return value
+    offset = value.ndim - len(shape)
+    for axis in range(max(offset, 0), value.ndim):
+        want = shape[axis - offset]
+        if value.shape[axis] > want and value.shape[axis] != 1:
+            value = value.narrow(axis, 0, want)
+    return value
 
 
 # -- elementwise ---------------------------------------------------------------------------------
@@ -192,6 +269,7 @@ def _dot(ex: Any, node: Any, inputs: list) -> Any:
         compute = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
         product = torch.matmul(a.to(compute), b.to(compute))
     if acc is not None:
+        acc, product = pad_partial_tiles([acc, product])
         product = acc.to(product.dtype) + product
     return product.to(node.attrs["out_dtype"])
 
@@ -257,7 +335,7 @@ def _tile_attr(ex: Any, node: Any, inputs: list) -> Any:
     if name == "id":
         return tile.begin // tile.block_size
     if name == "count":
-        return -(-(tile.end - tile.begin) // tile.block_size)
+        return -(-(tile.range_end - tile.range_begin) // tile.block_size)  # tiles in the loop
     raise exc.InternalError(f"unknown tile attribute {name}")
 
 
@@ -356,7 +434,7 @@ def _load(ex: Any, node: Any, inputs: list) -> Any:
     mask = _mask(inputs, node)
     if mask is None and _is_basic(items):
         result = tensor[_basic_index(ex, items, inputs)]
-        return result.clone() if node.attrs["tensor"].index in ex.stored_tensors else result
+        return result.clone() if ex.copy_loads or node.attrs["tensor"].index in ex.stored_tensors else result
     indices = _gather_index(ex, node, items, inputs)
     if mask is not None:
         indices = _clamped(indices, tuple(tensor.shape))
@@ -380,10 +458,11 @@ def _store(ex: Any, node: Any, inputs: list) -> None:
     mask = _mask(inputs, node)
     if mask is None and _is_basic(items):
         index = tuple(i for i in _basic_index(ex, items, inputs))
-        tensor[index] = value
+        tensor[index] = fit_to_slot(value, tensor[index].shape)
         return
     indices = _gather_index(ex, node, items, inputs)
     shape = _result_shape(indices, node, ex)
+    value = fit_to_slot(value, shape)
     value = value.expand(value.shape if not shape else torch.broadcast_shapes(value.shape, shape)) if isinstance(value, torch.Tensor) else value
     full_indices = [i.expand(value.shape) for i in indices]
     if mask is not None:
@@ -399,6 +478,7 @@ def _atomic(ex: Any, node: Any, inputs: list) -> Any:
     items = node.attrs["items"]
     value = inputs[node.attrs["value"]]
     indices = _gather_index(ex, node, items, inputs)
+    value = fit_to_slot(value, _result_shape(indices, node, ex))
     shape = torch.broadcast_shapes(value.shape, *(i.shape for i in indices))
     value = value.expand(shape)
     full = tuple(i.expand(shape) for i in indices)

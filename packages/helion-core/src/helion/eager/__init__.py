@@ -1,0 +1,41 @@
+"""Eager mode (`HELION_INTERPRET=1`, `ref_mode=helion.RefMode.EAGER`).
+
+`run_eager(kernel, args)` runs the kernel's original Python function in PyTorch: `hl.tile`
+yields `RefTile`s (a tile without a block size spans its whole range; an explicit or registered
+block size is honoured), tiles index tensors as slices, and `print` / `breakpoint()` are the
+ordinary builtins. See `helion.eager.mode` for the rules.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from typing import Sequence
+
+from helion import exc
+from helion.eager.mode import EagerMode
+from helion.eager.mode import EagerTorchMode
+from helion.eager.mode import dot
+from helion.eager.tiles import RefTile
+from helion.language import ConstExpr
+from helion.language._context import active_mode
+
+__all__ = ["EagerMode", "EagerTorchMode", "RefTile", "dot", "run_eager"]
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
+    """Call `kernel`'s Python function on `args` in eager mode and return what it returns."""
+    settings = getattr(kernel, "settings", None)
+    if _env_true("TRITON_INTERPRET"):
+        raise exc.IncompatibleInterpretModes()
+    if settings is not None and getattr(settings, "print_output_code", False):
+        raise exc.RefEagerModeCodePrintError()
+    fn = getattr(kernel, "fn", kernel)
+    values = tuple(a.value if isinstance(a, ConstExpr) else a for a in args)
+    mode = EagerMode(kernel, values)
+    with active_mode(mode), EagerTorchMode(mode):
+        return fn(*values)

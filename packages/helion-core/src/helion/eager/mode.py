@@ -1,0 +1,583 @@
+"""Eager mode (`HELION_INTERPRET=1`): the kernel's own Python runs in PyTorch, tiles are slices.
+
+Two objects cooperate while a kernel runs eagerly:
+
+- `EagerMode` is the language mode (`helion.language._context`): every `hl.*` call lands on
+  one of its `hl_<name>` methods (`hl.tile` yields `RefTile`s, `hl.load` reads with masks, ...).
+- `EagerTorchMode` is a `TorchFunctionMode` that gives torch calls in device code Helion's
+  meaning: tiles in `x[...]` become slices, tiles given as sizes become their extents, other
+  tiles stand for `tile.index`, loads are copies (never views of kernel arguments), in-place
+  operators on device values rebind instead of writing, and the matmul family accumulates in
+  float32 the way compiled Helion kernels do (so `torch.addmm(acc_fp32, a_fp16, b_fp16)` works).
+
+It is independent of the frontend and IR: a kernel that runs here but fails to compile (or the
+other way round) points at a frontend bug.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import Any
+from typing import Callable
+from typing import Iterator
+from typing import Sequence
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from helion import exc
+from helion.eager import indexing
+from helion.eager.tiles import RefTile
+from helion.language import ConstExpr
+
+# what hl.register_block_size gives when no config chooses (matches the host mode's default)
+REGISTERED_BLOCK_DEFAULT = 64
+
+_DEVICE_ONLY = {
+    "full",
+    "arange",
+    "load",
+    "store",
+    "atomic",
+    "dot",
+    "scan",
+    "subscript",
+    "breakpoint",
+}
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def _int(value: Any, what: str) -> int:
+    """A loop bound or size: ints, 0-D tensors and ConstExpr values."""
+    if isinstance(value, ConstExpr):
+        value = value.value
+    if isinstance(value, RefTile):
+        raise exc.TileOfTile()
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise exc.TypeInferenceError(
+                f"{what} must be a scalar, got a tensor of shape {list(value.shape)}"
+            )
+        with torch._C.DisableTorchFunction():
+            return int(value.item())
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            return int(value.__index__())
+        except (AttributeError, TypeError):
+            raise exc.TypeInferenceError(
+                f"{what} must be an int, got {type(value).__name__}"
+            ) from None
+    return int(value)
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (list, tuple, torch.Size))
+
+
+def _map_tiles(value: Any, fn: Callable[[RefTile], Any]) -> Any:
+    if isinstance(value, RefTile):
+        return fn(value)
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        if any(isinstance(v, (RefTile, list, tuple, dict)) for v in value):
+            mapped = [_map_tiles(v, fn) for v in value]
+            if type(value) in (list, tuple):
+                return type(value)(mapped)
+            return type(value)(*mapped)  # namedtuples
+        return value
+    if isinstance(value, dict):
+        return {k: _map_tiles(v, fn) for k, v in value.items()}
+    return value
+
+
+def tiles_to_indices(value: Any) -> Any:
+    return _map_tiles(value, lambda tile: tile.index)
+
+
+def tiles_to_sizes(value: Any) -> Any:
+    return _map_tiles(value, lambda tile: tile.extent)
+
+
+def _has_tile(value: Any) -> bool:
+    if isinstance(value, RefTile):
+        return True
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        return any(_has_tile(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_tile(v) for v in value.values())
+    return False
+
+
+# -- the matmul family, Helion style ------------------------------------------------------------
+
+_DOT_DTYPES = {
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.int8,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+}
+
+
+def dot(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    acc: Any = None,
+    out_dtype: torch.dtype | None = None,
+    *,
+    default_float32: bool,
+) -> torch.Tensor:
+    """`acc + a @ b` computed in float32 (int8: exact integers), with Helion's result dtype:
+    acc's dtype, else `out_dtype`, else int32 for int8, else float32 (`hl.dot`, addmm) or the
+    promoted input dtype (`torch.mm`, `@`)."""
+    for operand in (a, b):
+        if not isinstance(operand, torch.Tensor):
+            raise exc.TypeInferenceError(
+                f"matmul operands must be tensors, got {type(operand).__name__}"
+            )
+        if operand.dtype not in _DOT_DTYPES:
+            raise exc.TypeInferenceError(f"matmul does not support {operand.dtype} inputs")
+    if a.ndim not in (2, 3) or b.ndim != a.ndim:
+        raise exc.RankMismatch("2-D x 2-D or 3-D x 3-D", f"{a.ndim}-D x {b.ndim}-D", " (matmul)")
+    if (a.dtype == torch.int8) != (b.dtype == torch.int8):
+        raise exc.TypeInferenceError(
+            f"matmul of {a.dtype} with {b.dtype}: int8 must pair with int8"
+        )
+    if a.ndim == 3 and a.shape[0] != b.shape[0] and 1 not in (a.shape[0], b.shape[0]):
+        raise exc.DotBatchDimensionMismatch(a.shape[0], b.shape[0])
+    integer = a.dtype == torch.int8
+    if integer:
+        # float64 holds every int8 x int8 dot product of realistic K exactly, on any device
+        product = torch.matmul(a.to(torch.float64), b.to(torch.float64))
+    else:
+        compute = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
+        product = torch.matmul(a.to(compute), b.to(compute))
+    if acc is not None:
+        if not isinstance(acc, torch.Tensor):
+            acc = torch.as_tensor(acc, dtype=product.dtype, device=product.device)
+        if integer and acc.dtype != torch.int32:
+            raise exc.TypeInferenceError("int8 matmul needs an int32 accumulator")
+        result_dtype = acc.dtype
+        product = acc.to(product.dtype) + product
+    elif out_dtype is not None:
+        result_dtype = out_dtype
+    elif integer:
+        result_dtype = torch.int32
+    elif default_float32:
+        result_dtype = torch.float32
+    else:
+        result_dtype = torch.promote_types(a.dtype, b.dtype)
+    if integer or not result_dtype.is_floating_point:
+        product = product.round()
+    return product.to(result_dtype)
+
+
+def _addmm(
+    acc: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1, out: Any = None
+) -> torch.Tensor:
+    if out is not None:
+        raise exc.NotAllowedOnDevice("out= in a matmul")
+    if beta == 1 and alpha == 1:
+        return dot(a, b, acc, default_float32=True)
+    product = dot(a, b, None, torch.float32, default_float32=True)
+    dtype = acc.dtype if isinstance(acc, torch.Tensor) else torch.float32
+    return (acc * beta + product * alpha).to(dtype)
+
+
+def _mm(a: Any, b: Any, *, out: Any = None) -> torch.Tensor:
+    if out is not None:
+        raise exc.NotAllowedOnDevice("out= in a matmul")
+    return dot(a, b, None, None, default_float32=False)
+
+
+def _rmatmul(a: Any, b: Any) -> torch.Tensor:
+    return dot(b, a, None, None, default_float32=False)
+
+
+def _bmm(a: Any, b: Any, out_dtype: torch.dtype | None = None, *, out: Any = None) -> torch.Tensor:
+    if out is not None:
+        raise exc.NotAllowedOnDevice("out= in a matmul")
+    return dot(a, b, None, out_dtype, default_float32=False)
+
+
+_MATMUL_HANDLERS: dict[Any, Callable] = {}
+for _func in (torch.addmm, torch.baddbmm, torch.Tensor.addmm, torch.Tensor.baddbmm):
+    _MATMUL_HANDLERS[_func] = _addmm
+for _func in (
+    torch.mm,
+    torch.matmul,
+    torch.Tensor.mm,
+    torch.Tensor.matmul,
+    torch.Tensor.__matmul__,
+):
+    _MATMUL_HANDLERS[_func] = _mm
+for _func in (torch.bmm, torch.Tensor.bmm):
+    _MATMUL_HANDLERS[_func] = _bmm
+_MATMUL_HANDLERS[torch.Tensor.__rmatmul__] = _rmatmul
+
+# functions whose tile arguments are sizes (`torch.zeros([tile_m, tile_n])`, `x.view(tile, -1)`)
+_SIZE_FUNCS = {
+    torch.empty,
+    torch.zeros,
+    torch.ones,
+    torch.full,
+    torch.rand,
+    torch.randn,
+    torch.reshape,
+    torch.broadcast_to,
+    torch.Tensor.view,
+    torch.Tensor.reshape,
+    torch.Tensor.expand,
+    torch.Tensor.broadcast_to,
+    torch.Tensor.new_empty,
+    torch.Tensor.new_zeros,
+    torch.Tensor.new_ones,
+    torch.Tensor.new_full,
+    torch.Tensor.repeat,
+}
+# creation functions: in device code they default to the kernel's device
+_CREATION_FUNCS = {
+    torch.empty,
+    torch.zeros,
+    torch.ones,
+    torch.full,
+    torch.rand,
+    torch.randn,
+    torch.arange,
+    torch.tensor,
+}
+
+# in-place operators on device values rebind (`acc += x` is `acc = acc + x`, as in compiled code)
+_INPLACE = {
+    torch.Tensor.__iadd__: torch.Tensor.__add__,
+    torch.Tensor.__isub__: torch.Tensor.__sub__,
+    torch.Tensor.__imul__: torch.Tensor.__mul__,
+    torch.Tensor.__itruediv__: torch.Tensor.__truediv__,
+    torch.Tensor.__ifloordiv__: torch.Tensor.__floordiv__,
+    torch.Tensor.__imod__: torch.Tensor.__mod__,
+    torch.Tensor.__ipow__: torch.Tensor.__pow__,
+    torch.Tensor.__iand__: torch.Tensor.__and__,
+    torch.Tensor.__ior__: torch.Tensor.__or__,
+    torch.Tensor.__ixor__: torch.Tensor.__xor__,
+    torch.Tensor.__ilshift__: torch.Tensor.__lshift__,
+    torch.Tensor.__irshift__: torch.Tensor.__rshift__,
+}
+
+
+class EagerTorchMode(TorchFunctionMode):
+    """Gives torch calls in device code (inside `hl.tile` / `hl.grid` loops) Helion's meaning;
+    host code runs untouched."""
+
+    def __init__(self, mode: EagerMode) -> None:
+        super().__init__()
+        self.mode = mode
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if self.mode.depth == 0:
+            if self.mode.made_tiles and (_has_tile(args) or _has_tile(kwargs)):
+                raise exc.IncorrectTileUsage("a tile used outside its loop")
+            return func(*args, **kwargs)
+        if func is torch.Tensor.__getitem__:
+            tensor, index = args
+            return indexing.load(tensor, index)
+        if func is torch.Tensor.__setitem__:
+            tensor, index, value = args
+            indexing.store(tensor, index, tiles_to_indices(value))
+            return None
+        handler = _MATMUL_HANDLERS.get(func)
+        if handler is not None:
+            return handler(*tiles_to_indices(args), **tiles_to_indices(kwargs))
+        inplace = _INPLACE.get(func)
+        if inplace is not None:
+            return inplace(*tiles_to_indices(args), **kwargs)
+        if func in _SIZE_FUNCS:
+            args, kwargs = tiles_to_sizes(args), tiles_to_sizes(kwargs)
+        elif _has_tile(args) or _has_tile(kwargs):
+            args, kwargs = tiles_to_indices(args), tiles_to_indices(kwargs)
+        if func in _CREATION_FUNCS and "device" not in kwargs:
+            kwargs = dict(kwargs, device=self.mode.device)
+        return func(*args, **kwargs)
+
+
+class BlockSizeValue(int):
+    """What `hl.register_block_size` returns in eager mode: the chosen size (an int)."""
+
+    block_id: int
+
+    def __new__(cls, value: int, block_id: int) -> BlockSizeValue:
+        self = super().__new__(cls, value)
+        self.block_id = block_id
+        return self
+
+
+class EagerMode:
+    """The language mode of an eagerly running kernel (see the module docstring)."""
+
+    def __init__(self, kernel: Any, args: Sequence[Any]) -> None:
+        self.kernel = kernel
+        tensors = [a for a in _iter_tensors(args)]
+        self.device = tensors[0].device if tensors else torch.device("cpu")
+        numel = max((t.numel() for t in tensors), default=0)
+        self.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
+        self.depth = 0  # how many hl.tile / hl.grid loops are running around the current code
+        self.made_tiles = False  # whether host code could hold a tile (then torch calls check)
+        self.next_block_id = 0
+        configs = list(getattr(kernel, "configs", []) or [])
+        self.config = configs[0] if len(configs) == 1 else None
+
+    # -- misuse ----------------------------------------------------------------------------------
+
+    def unsupported(self, api_name: str) -> Any:
+        raise exc.NotAllowedOnDevice(f"hl.{api_name} (not available in eager mode)")
+
+    def _device_only(self, api_name: str) -> None:
+        if self.depth == 0:
+            raise exc.DeviceAPIOnHost(f"hl.{api_name}")
+
+    # -- loops -----------------------------------------------------------------------------------
+
+    def _ranges(self, begin_or_end: Any, end_or_none: Any) -> tuple[bool, list[int], list[int]]:
+        multi = _is_sequence(begin_or_end) or _is_sequence(end_or_none)
+        if end_or_none is None:
+            ends = list(begin_or_end) if _is_sequence(begin_or_end) else [begin_or_end]
+            begins: list[Any] = [0] * len(ends)
+        else:
+            begins = list(begin_or_end) if _is_sequence(begin_or_end) else [begin_or_end]
+            ends = list(end_or_none) if _is_sequence(end_or_none) else [end_or_none]
+        if len(begins) != len(ends):
+            raise exc.RankMismatch(len(begins), len(ends), " (begin and end of hl.tile)")
+        begin_ints = [_int(b, "a loop bound") for b in begins]
+        end_ints = [_int(e, "a loop bound") for e in ends]
+        return multi, begin_ints, end_ints
+
+    def hl_tile(
+        self, begin_or_end: Any, end_or_none: Any = None, *, block_size: Any = None
+    ) -> Iterator[Any]:
+        multi, begins, ends = self._ranges(begin_or_end, end_or_none)
+        if _is_sequence(block_size):
+            block_sizes = list(block_size)
+            if len(block_sizes) != len(ends):
+                raise exc.RankMismatch(len(ends), len(block_sizes), " (block_size of hl.tile)")
+        else:
+            block_sizes = [block_size] * len(ends)
+        steps = []
+        for begin, end, size in zip(begins, ends, block_sizes, strict=True):
+            if begin > end:
+                raise exc.InvalidTileRange(begin, end)
+            if size is None:
+                # an autotuned block size: one tile spans the range
+                steps.append(max(end - begin, 1))
+            else:
+                step = _int(size, "block_size")
+                if step <= 0:
+                    raise exc.InvalidConfig(f"block_size must be positive, got {step}")
+                steps.append(step)
+        self.made_tiles = True
+        per_dim = [
+            [
+                RefTile(b, min(b + step, end), step, begin, end, self.index_dtype, self.device)
+                for b in range(begin, end, step)
+            ]
+            for begin, end, step in zip(begins, ends, steps, strict=True)
+        ]
+        return self._loop(per_dim, multi)
+
+    def hl_grid(
+        self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None
+    ) -> Iterator[Any]:
+        multi, begins, ends = self._ranges(begin_or_end, end_or_none)
+        steps = (
+            [_int(s, "step") for s in step]
+            if _is_sequence(step)
+            else [1 if step is None else _int(step, "step")] * len(ends)
+        )
+        per_dim = [list(range(b, e, s)) for b, e, s in zip(begins, ends, steps, strict=True)]
+        return self._loop(per_dim, multi)
+
+    def _loop(self, per_dim: list[list[Any]], multi: bool) -> Iterator[Any]:
+        self.depth += 1
+        try:
+            for combo in itertools.product(*per_dim):
+                yield tuple(combo) if multi else combo[0]
+        finally:
+            self.depth -= 1
+
+    def hl_barrier(self) -> None:
+        if self.depth:
+            raise exc.BarrierOnlyAllowedAtTopLevel()
+        # loops run one after the other here: nothing to wait for
+
+    # -- tunables ----------------------------------------------------------------------------------
+
+    def hl_register_block_size(self, low: Any, high: Any) -> int:
+        if self.depth:
+            raise exc.NotAllowedOnDevice(
+                "hl.register_block_size (call it in host code, before the loop)"
+            )
+        low_value = _int(low, "the minimum of hl.register_block_size")
+        if low_value <= 0 or low_value & (low_value - 1):
+            raise exc.InvalidConfig(
+                f"hl.register_block_size: the minimum {low_value} must be a power of two"
+            )
+        block_id = self.next_block_id
+        self.next_block_id += 1
+        value = max(
+            low_value,
+            min(
+                _next_pow2(_int(high, "the maximum of hl.register_block_size")),
+                REGISTERED_BLOCK_DEFAULT,
+            ),
+        )
+        return BlockSizeValue(value, block_id)
+
+    def hl_register_tunable(self, name: str, fragment: Any) -> Any:
+        if self.depth:
+            raise exc.NotAllowedOnDevice(
+                "hl.register_tunable (call it in host code, before the loop)"
+            )
+        if self.config is not None and name in self.config:
+            return self.config[name]
+        return fragment.default()
+
+    def hl_specialize(self, value: Any) -> Any:
+        if self.depth:
+            raise exc.SpecializeOnDevice()
+        if _is_sequence(value):
+            return tuple(_int(v, "hl.specialize") for v in value)
+        if isinstance(value, bool) or not isinstance(value, (int, torch.SymInt)):
+            raise exc.SpecializeArgType(type(value).__name__)
+        return int(value)
+
+    # -- creation ----------------------------------------------------------------------------------
+
+    def _size(self, item: Any) -> int:
+        if isinstance(item, RefTile):
+            return item.extent
+        return _int(item, "a shape entry")
+
+    def hl_full(self, shape: list, value: Any, dtype: torch.dtype) -> torch.Tensor:
+        self._device_only("full")
+        sizes = [self._size(s) for s in shape]
+        if isinstance(value, ConstExpr):
+            value = value.value
+        with torch._C.DisableTorchFunction():
+            if isinstance(value, torch.Tensor):
+                return torch.zeros(sizes, dtype=dtype, device=self.device).fill_(value.reshape(()))
+            if not isinstance(value, (bool, int, float)):
+                raise exc.TypeInferenceError(
+                    f"hl.full value must be a number, got {type(value).__name__}"
+                )
+            return torch.full(sizes, value, dtype=dtype, device=self.device)
+
+    def hl_arange(self, *args: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+        self._device_only("arange")
+        if len(args) == 1:
+            start, end = 0, self._size(args[0])
+        elif len(args) == 2:
+            start = _int(args[0], "hl.arange start")
+            end = (
+                start + self._size(args[1])
+                if isinstance(args[1], RefTile)
+                else _int(args[1], "hl.arange end")
+            )
+        else:
+            raise exc.NotAllowedOnDevice("hl.arange with a step")
+        with torch._C.DisableTorchFunction():
+            return torch.arange(start, end, dtype=dtype or self.index_dtype, device=self.device)
+
+    # -- memory ------------------------------------------------------------------------------------
+
+    def hl_load(
+        self, tensor: Any, index: list, extra_mask: Any = None, eviction_policy: str | None = None
+    ) -> torch.Tensor:
+        self._device_only("load")
+        if eviction_policy not in (None, "", "evict_first", "evict_last", "first", "last"):
+            raise exc.InvalidConfig(
+                f"eviction_policy must be evict_first or evict_last, got {eviction_policy!r}"
+            )
+        if not isinstance(tensor, torch.Tensor):
+            raise exc.InvalidIndexingType(f"hl.load of a {type(tensor).__name__}")
+        with torch._C.DisableTorchFunction():
+            return indexing.load(tensor, list(index), tiles_to_indices(extra_mask))
+
+    def hl_store(self, tensor: Any, index: list, value: Any, extra_mask: Any = None) -> None:
+        self._device_only("store")
+        if not isinstance(tensor, torch.Tensor):
+            raise exc.NonTensorSubscriptAssign(type(tensor).__name__)
+        with torch._C.DisableTorchFunction():
+            indexing.store(
+                tensor, list(index), tiles_to_indices(value), tiles_to_indices(extra_mask)
+            )
+
+    def hl_atomic(
+        self,
+        kind: str,
+        target: Any,
+        index: list,
+        value: Any,
+        sem: str = "relaxed",
+        expected: Any = None,
+    ) -> torch.Tensor:
+        self._device_only("atomic")
+        if not isinstance(target, torch.Tensor):
+            raise exc.AtomicOnDeviceTensor(f"hl.atomic_{kind}")
+        if sem not in ("relaxed", "acquire", "release", "acq_rel"):
+            raise exc.InvalidConfig(
+                f"sem must be relaxed, acquire, release or acq_rel, got {sem!r}"
+            )
+        if kind in ("and", "or", "xor") and target.dtype.is_floating_point:
+            raise exc.TypeInferenceError(
+                f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}"
+            )
+        with torch._C.DisableTorchFunction():
+            return indexing.atomic(
+                kind, target, list(index), tiles_to_indices(value), tiles_to_indices(expected)
+            )
+
+    def hl_subscript(self, tensor: Any, index: list) -> torch.Tensor:
+        self._device_only("subscript")
+        with torch._C.DisableTorchFunction():
+            return tensor[tuple(index)]
+
+    # -- matmul, scans, debug ------------------------------------------------------------------------
+
+    def hl_dot(
+        self, mat1: Any, mat2: Any, acc: Any = None, out_dtype: torch.dtype | None = None
+    ) -> torch.Tensor:
+        self._device_only("dot")
+        with torch._C.DisableTorchFunction():
+            return dot(mat1, mat2, acc, out_dtype, default_float32=True)
+
+    def hl_scan(self, kind: str, input: Any, dim: int, reverse: bool = False) -> torch.Tensor:
+        self._device_only("scan")
+        scan = {"cumsum": torch.cumsum, "cumprod": torch.cumprod}.get(kind)
+        if scan is None:
+            raise exc.NotAllowedOnDevice(f"hl.{kind} (not available in eager mode)")
+        with torch._C.DisableTorchFunction():
+            values = tiles_to_indices(input)
+            if reverse:
+                return scan(values.flip(dim), dim).flip(dim)
+            return scan(values, dim)
+
+    def hl_device_print(self, prefix: str, *values: Any) -> None:
+        print(prefix, *values)
+
+    def hl_breakpoint(self) -> None:
+        self._device_only("breakpoint")
+        sys.breakpointhook()
+
+
+def _iter_tensors(args: Any) -> Iterator[torch.Tensor]:
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            yield arg
+        elif isinstance(arg, (list, tuple)):
+            yield from _iter_tensors(arg)
