@@ -1,7 +1,8 @@
-"""helion-pallas: the JAX Pallas backend of Helion (code generation not implemented yet).
+"""helion-pallas: the JAX Pallas backend of Helion.
 
 The backend is registered through the ``helion.plugins`` entry point, which names
-:mod:`helion_pallas.plugin`; importing this package imports no toolkit.
+:mod:`helion_pallas.plugin`; importing this package imports no toolkit (JAX is imported when a
+kernel is checked or compiled).
 """
 
 from __future__ import annotations

@@ -52,8 +52,9 @@ def reset_plugin_ops() -> None:
 
 
 def plugin_op(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
+    if name.startswith("_"):
+        # private names (submodules mid-import, dunders) never trigger plugin discovery
+        raise AttributeError(f"module 'helion.language' has no attribute {name!r}")
     ops = _plugin_ops()
     if name in ops:
         return ops[name]

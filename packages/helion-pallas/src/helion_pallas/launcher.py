@@ -1,0 +1,117 @@
+"""Compiled Pallas kernels: torch tensors in, results written back into the torch outputs.
+
+Tensors cross to JAX through DLPack (`jax.dlpack.from_dlpack`), which shares the buffer where
+the platform allows (contiguous CPU and CUDA tensors); the generated function is compiled ahead
+of time for exactly the argument shapes, dtypes and device of this kernel variant. Pallas
+outputs are new JAX buffers, so every tensor the kernel writes is copied back into the torch
+tensor the host code allocated (`Tensor.copy_` from a DLPack view of the result).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+from typing import Any
+from typing import Sequence
+
+import numpy
+import torch
+
+from helion import exc
+from helion.ir.core import KernelIR
+from helion.ir.core import TensorArg
+from helion_pallas.tunables import PallasOptions
+from helion_pallas.writer import jnp_dtype
+
+
+def to_jax(tensor: torch.Tensor) -> Any:
+    """A JAX view of a torch tensor (a copy only when it is not contiguous)."""
+    import jax
+
+    tensor = tensor.detach()
+    if not tensor.is_contiguous():
+        tensor = tensor.contiguous()
+    return jax.dlpack.from_dlpack(tensor)
+
+
+def jax_device(device: torch.device) -> Any:
+    """The JAX device that holds the same memory as a torch device."""
+    import jax
+
+    if device.type == "cpu":
+        return jax.devices("cpu")[0]
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return jax.devices("gpu")[index]
+    return jax.devices()[device.index or 0]
+
+
+def _register_source(name: str, source: str) -> str:
+    """Make the generated source visible to tracebacks under a stable pseudo file name."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:10]
+    filename = f"<helion-pallas {name} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    return filename
+
+
+class PallasCompiledKernel:
+    """The result of `PallasBackend.compile`: readable `.source`, called with host values."""
+
+    def __init__(
+        self,
+        ir: KernelIR,
+        options: PallasOptions,
+        source: str,
+        entry: str,
+        written: Sequence[TensorArg],
+    ) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        self.source = source
+        self.options = options
+        filename = _register_source(ir.name, source)
+        namespace: dict[str, Any] = {"__name__": f"helion_pallas_generated_{entry}"}
+        exec(compile(source, filename, "exec"), namespace)
+        self.function = namespace[entry]
+        self._tensor_positions = [t.index for t in ir.tensor_args]
+        # runtime scalars go in as NumPy 0-d arrays: cheaper than building JAX arrays per call
+        self._scalar_positions = [
+            (s.index, numpy.dtype(jnp_dtype(s.dtype).removeprefix("jnp."))) for s in ir.scalar_args
+        ]
+        self._written_positions = [t.index for t in written]
+        device = ir.tensor_args[0].device if ir.tensor_args else torch.device("cpu")
+        self.device = device
+        sharding = jax.sharding.SingleDeviceSharding(jax_device(device))
+        specs = [
+            jax.ShapeDtypeStruct(
+                t.shape, getattr(jnp, jnp_dtype(t.dtype).removeprefix("jnp.")), sharding=sharding
+            )
+            for t in ir.tensor_args
+        ]
+        specs += [
+            jax.ShapeDtypeStruct((), dtype, sharding=sharding)
+            for _, dtype in self._scalar_positions
+        ]
+        with jax.enable_x64(True):
+            try:
+                self._executable = jax.jit(self.function).lower(*specs).compile()
+            except exc.BaseError:
+                raise
+            except Exception as error:
+                raise exc.InternalError(
+                    f"JAX/Pallas could not compile the kernel generated for {ir.name!r} "
+                    f"({options.target}): {type(error).__name__}: {error}"
+                ) from error
+        self._sharding = sharding
+
+    def __call__(self, *host_values: Any) -> None:
+        import jax
+
+        with jax.enable_x64(True):
+            arrays = [to_jax(host_values[position]) for position in self._tensor_positions]
+            for position, dtype in self._scalar_positions:
+                arrays.append(numpy.asarray(host_values[position], dtype=dtype))
+            results = self._executable(*arrays)
+        for position, result in zip(self._written_positions, results, strict=True):
+            host_values[position].copy_(torch.from_dlpack(result))

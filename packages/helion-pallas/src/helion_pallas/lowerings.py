@@ -1,0 +1,562 @@
+"""The Pallas backend's lowering table: one rule per op, registered with `@pallas_lowering`.
+
+A rule receives the code generator (`helion_pallas.codegen.KernelCodegen`, the context) and the
+node, and returns the JAX expression of the node's value (or emits statements and returns None
+for ops without a value). Values are padded arrays (see `codegen`); rules that look across a
+dimension (reductions, scans, dots) put the op's neutral element in the lanes the dimension's
+mask marks out of bounds. Memory ops (load, store, atomic) live in `helion_pallas.memory`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Callable
+
+import sympy
+import torch
+
+import helion.language._ops as ops
+from helion import exc
+from helion.ir.core import Node
+from helion.ir.core import Value
+from helion_pallas.writer import literal
+from helion_pallas.writer import tuple_text
+
+if TYPE_CHECKING:
+    from helion_pallas.codegen import KernelCodegen
+
+Rule = Callable[["KernelCodegen", Node], "str | None"]
+
+PALLAS_LOWERINGS: dict[ops.Op, Rule] = {}
+
+
+def pallas_lowering(*op_list: ops.Op) -> Callable[[Rule], Rule]:
+    """Register `rule` as the Pallas lowering of each op in `op_list` (a duplicate is an error)."""
+
+    def decorator(rule: Rule) -> Rule:
+        for op in op_list:
+            if op in PALLAS_LOWERINGS:
+                raise ValueError(f"pallas lowering for {op.name} registered twice")
+            PALLAS_LOWERINGS[op] = rule
+        return rule
+
+    return decorator
+
+
+_merged: tuple[int, dict[ops.Op, Rule]] | None = None
+
+
+def lowering_table() -> dict[ops.Op, Rule]:
+    """This package's rules plus those other packages give through `helion_lowerings("pallas")`."""
+    global _merged
+    from helion import plugins
+
+    generation = plugins.generation()
+    if _merged is not None and _merged[0] == generation:
+        return _merged[1]
+    table = dict(PALLAS_LOWERINGS)
+    for result in plugins.call_each_plugin("helion_lowerings", backend="pallas"):
+        if not isinstance(result.value, dict):
+            continue
+        for op, rule in result.value.items():
+            if op in table:
+                raise ValueError(
+                    f"pallas lowering for {op.name} given twice (again by plugin {result.plugin.name!r})"
+                )
+            table[op] = rule
+    _merged = (plugins.generation(), table)
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise
+
+
+def _weak_literal_ok(operand: Any, dtype: torch.dtype) -> bool:
+    """Whether a Python scalar can stay an untyped literal next to a `dtype` array (JAX weak
+    typing keeps the array's dtype)."""
+    if isinstance(operand, sympy.Expr):
+        return bool(operand.is_Integer) and dtype != torch.bool
+    if isinstance(operand, bool):
+        return True
+    if isinstance(operand, int):
+        return dtype != torch.bool
+    if isinstance(operand, float):
+        return dtype.is_floating_point
+    return False
+
+
+def compute_operands(ctx: KernelCodegen, inputs: list[Any], dtype: torch.dtype) -> list[str]:
+    """Operands converted to the op's compute dtype; literals stay weak where that is exact."""
+    anchored = any(isinstance(x, Value) and x.dtype == dtype for x in inputs)
+    texts = []
+    for operand in inputs:
+        if isinstance(operand, Value) or not (anchored and _weak_literal_ok(operand, dtype)):
+            texts.append(ctx.typed(operand, dtype))
+        else:
+            texts.append(ctx.operand(operand))
+    return texts
+
+
+_UNARY = {
+    "exp": "jnp.exp({0})",
+    "exp2": "jnp.exp2({0})",
+    "expm1": "jnp.expm1({0})",
+    "log": "jnp.log({0})",
+    "log2": "jnp.log2({0})",
+    "log10": "jnp.log10({0})",
+    "log1p": "jnp.log1p({0})",
+    "sqrt": "jnp.sqrt({0})",
+    "rsqrt": "jax.lax.rsqrt({0})",
+    "sin": "jnp.sin({0})",
+    "cos": "jnp.cos({0})",
+    "tan": "jnp.tan({0})",
+    "tanh": "jnp.tanh({0})",
+    "sigmoid": "jax.nn.sigmoid({0})",
+    "erf": "jax.lax.erf({0})",
+    "erfinv": "jax.lax.erf_inv({0})",
+    "atan": "jnp.arctan({0})",
+    "asin": "jnp.arcsin({0})",
+    "acos": "jnp.arccos({0})",
+    "sinh": "jnp.sinh({0})",
+    "cosh": "jnp.cosh({0})",
+    "silu": "jax.nn.silu({0})",
+    "softplus": "jnp.where({0} > 20, {0}, jnp.log1p(jnp.exp(jnp.minimum({0}, 20))))",
+    "reciprocal": "1 / {0}",
+    "neg": "-{0}",
+    "abs": "jnp.abs({0})",
+    "relu": "jnp.maximum({0}, 0)",
+    "floor": "jnp.floor({0})",
+    "ceil": "jnp.ceil({0})",
+    "round": "jnp.round({0})",
+    "trunc": "jnp.trunc({0})",
+    "sign": "jnp.sign({0})",
+    "bitwise_not": "~{0}",
+    "logical_not": "jnp.logical_not({0})",
+    "isnan": "jnp.isnan({0})",
+    "isinf": "jnp.isinf({0})",
+    "isfinite": "jnp.isfinite({0})",
+    "signbit": "jnp.signbit({0})",
+}
+# rounding an integer is the identity (jnp's rounding functions want floats)
+_INTEGER_IDENTITY = {"floor", "ceil", "round", "trunc"}
+
+
+def _unary_rule(name: str) -> Rule:
+    template = _UNARY[name]
+
+    def rule(ctx: KernelCodegen, node: Node) -> str:
+        x = node.inputs[0]
+        out = node.output.dtype
+        if name in ops.BOOL_UNARY:
+            return template.format(
+                ctx.operand(x) if isinstance(x, Value) else ctx.typed(x, torch.float32)
+            )
+        text = ctx.typed(x, out)
+        if name in _INTEGER_IDENTITY and not out.is_floating_point:
+            return text
+        if name == "relu" and out == torch.bool:
+            return text
+        return template.format(text)
+
+    return rule
+
+
+for _name in _UNARY:
+    pallas_lowering(ops.UNARY[_name])(_unary_rule(_name))
+
+
+@pallas_lowering(ops.UNARY["gelu"])
+def _gelu(ctx: KernelCodegen, node: Node) -> str:
+    approximate = node.attrs.get("approximate", "none") == "tanh"
+    return f"jax.nn.gelu({ctx.typed(node.inputs[0], node.output.dtype)}, approximate={approximate})"
+
+
+_BINARY = {
+    "add": "{0} + {1}",
+    "sub": "{0} - {1}",
+    "mul": "{0} * {1}",
+    "truediv": "{0} / {1}",
+    "floordiv": "jnp.floor_divide({0}, {1})",
+    "remainder": "jnp.remainder({0}, {1})",
+    "pow": "jnp.power({0}, {1})",
+    "maximum": "jnp.maximum({0}, {1})",
+    "minimum": "jnp.minimum({0}, {1})",
+    "bitwise_and": "{0} & {1}",
+    "bitwise_or": "{0} | {1}",
+    "bitwise_xor": "{0} ^ {1}",
+    "left_shift": "jnp.left_shift({0}, {1})",
+    "right_shift": "jnp.right_shift({0}, {1})",
+    "atan2": "jnp.arctan2({0}, {1})",
+    "eq": "{0} == {1}",
+    "ne": "{0} != {1}",
+    "lt": "{0} < {1}",
+    "le": "{0} <= {1}",
+    "gt": "{0} > {1}",
+    "ge": "{0} >= {1}",
+    "logical_and": "jnp.logical_and({0}, {1})",
+    "logical_or": "jnp.logical_or({0}, {1})",
+    "logical_xor": "jnp.logical_xor({0}, {1})",
+}
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+_LOGICAL = {"logical_and", "logical_or", "logical_xor"}
+
+
+def _binary_rule(name: str) -> Rule:
+    template = _BINARY[name]
+
+    def rule(ctx: KernelCodegen, node: Node) -> str:
+        inputs = list(node.inputs)
+        if name in _LOGICAL:
+            dtype = torch.bool
+        elif name in _COMPARISONS:
+            dtype = ops.promote_types(*inputs)
+        else:
+            dtype = node.output.dtype
+        a, b = compute_operands(ctx, inputs, dtype)
+        text = template.format(_paren(a), _paren(b))
+        if not any(isinstance(x, Value) for x in inputs):
+            text = f"jnp.asarray({text}, dtype={ctx.dtype(node.output.dtype)})"
+        return text
+
+    return rule
+
+
+_ATOM = re.compile(r"[\w.]+")
+
+
+def _paren(text: str) -> str:
+    """Parenthesize an operand unless it is a name, a number, or one call / subscript of one."""
+    if _ATOM.fullmatch(text):
+        return text
+    head = _ATOM.match(text)
+    if (
+        head
+        and text[head.end() : head.end() + 1] in ("(", "[")
+        and _closes_at_end(text, head.end())
+    ):
+        return text
+    return f"({text})"
+
+
+def _closes_at_end(text: str, start: int) -> bool:
+    """Whether the bracket opened at `start` closes at the last character."""
+    depth = 0
+    for position in range(start, len(text)):
+        if text[position] in "([":
+            depth += 1
+        elif text[position] in ")]":
+            depth -= 1
+            if depth == 0:
+                return position == len(text) - 1
+    return False
+
+
+for _name in _BINARY:
+    pallas_lowering(ops.BINARY[_name])(_binary_rule(_name))
+
+
+@pallas_lowering(ops.where)
+def _where(ctx: KernelCodegen, node: Node) -> str:
+    condition, a, b = node.inputs
+    cond_text = ctx.typed(condition, torch.bool)
+    a_text, b_text = compute_operands(ctx, [a, b], node.output.dtype)
+    text = f"jnp.where({cond_text}, {a_text}, {b_text})"
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        text = f"{text}.astype({ctx.dtype(node.output.dtype)})"
+    return text
+
+
+@pallas_lowering(ops.cast)
+def _cast(ctx: KernelCodegen, node: Node) -> str:
+    x = node.inputs[0]
+    if ctx.is_zero_padded(x) and node.attrs["dtype"] != torch.bool:
+        ctx.mark_zero_padded(node.output)
+    return ctx.typed(x, node.attrs["dtype"])
+
+
+@pallas_lowering(ops.clamp)
+def _clamp(ctx: KernelCodegen, node: Node) -> str:
+    x, low, high = [*node.inputs, None, None][:3]
+    dtype = node.output.dtype
+    text = ctx.typed(x, dtype)
+    if low is not None:
+        text = f"jnp.maximum({text}, {compute_operands(ctx, [x, low], dtype)[1]})"
+    if high is not None:
+        text = f"jnp.minimum({text}, {compute_operands(ctx, [x, high], dtype)[1]})"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions and scans
+
+
+def neutral(kind: str, dtype: torch.dtype) -> str:
+    """The identity of a reduction, as source text for `dtype`."""
+    if kind in ("sum", "any", "cumsum"):
+        return "False" if dtype == torch.bool else "0"
+    if kind in ("prod", "all", "cumprod"):
+        return "True" if dtype == torch.bool else "1"
+    high = kind in ("amin", "argmin", "cummin")
+    if dtype == torch.bool:
+        return "True" if high else "False"
+    if dtype.is_floating_point:
+        return "jnp.inf" if high else "-jnp.inf"
+    info = torch.iinfo(dtype)
+    return str(info.max if high else info.min)
+
+
+def _masked_along(ctx: KernelCodegen, x: Value, text: str, axis: int, fill: str) -> str:
+    mask = ctx.dim_mask(x.shape[axis])
+    if mask is None:
+        return text
+    return f"jnp.where({ctx.at_axis(mask, axis, len(x.shape))}, {text}, {fill})"
+
+
+_REDUCE_FUNCTIONS = {
+    "sum": "jnp.sum",
+    "prod": "jnp.prod",
+    "amax": "jnp.max",
+    "amin": "jnp.min",
+    "any": "jnp.any",
+    "all": "jnp.all",
+    "argmax": "jnp.argmax",
+    "argmin": "jnp.argmin",
+}
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _reduce_rule(kind: str) -> Rule:
+    def rule(ctx: KernelCodegen, node: Node) -> str:
+        x = node.inputs[0]
+        out = node.output.dtype
+        axis = node.attrs["dim"]
+        keepdims = bool(node.attrs.get("keepdim"))
+        function = _REDUCE_FUNCTIONS[kind]
+        if kind in ("sum", "prod"):
+            compute = torch.float32 if out in _HALF else out
+        elif kind in ("any", "all"):
+            compute = torch.bool
+        else:
+            compute = x.dtype
+        if compute == torch.bool and kind in ("amax", "amin"):
+            function = "jnp.any" if kind == "amax" else "jnp.all"
+        text = ctx.typed(x, compute)
+        if not (kind == "sum" and ctx.is_zero_padded(x)):
+            text = _masked_along(ctx, x, text, axis, neutral(kind, compute))
+        result = f"{function}({text}, axis={axis}, keepdims={keepdims})"
+        if compute != out or kind in ("argmax", "argmin"):
+            result = f"{result}.astype({ctx.dtype(out)})"
+        return result
+
+    return rule
+
+
+for _kind in _REDUCE_FUNCTIONS:
+    pallas_lowering(ops.REDUCTIONS[_kind])(_reduce_rule(_kind))
+
+_SCAN_FUNCTIONS = {
+    "cumsum": "jax.lax.cumsum",
+    "cumprod": "jax.lax.cumprod",
+    "cummax": "jax.lax.cummax",
+    "cummin": "jax.lax.cummin",
+}
+
+
+def _scan_rule(kind: str) -> Rule:
+    def rule(ctx: KernelCodegen, node: Node) -> str:
+        x = node.inputs[0]
+        out = node.output.dtype
+        axis = node.attrs["dim"]
+        text = _masked_along(ctx, x, ctx.typed(x, out), axis, neutral(kind, out))
+        reverse = bool(node.attrs.get("reverse"))
+        return f"{_SCAN_FUNCTIONS[kind]}({text}, axis={axis}, reverse={reverse})"
+
+    return rule
+
+
+for _kind in _SCAN_FUNCTIONS:
+    pallas_lowering(ops.SCANS[_kind])(_scan_rule(_kind))
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul
+
+
+def _dot_dtypes(a: torch.dtype, b: torch.dtype) -> tuple[torch.dtype | None, torch.dtype]:
+    """(dtype both operands are cast to, or None to keep them; accumulation dtype)."""
+    if a == torch.int8 and b == torch.int8:
+        return None, torch.int32
+    compute = torch.float64 if torch.float64 in (a, b) else torch.float32
+    if a == b and a.is_floating_point:
+        return None, compute
+    return compute, compute
+
+
+@pallas_lowering(ops.dot)
+def _dot(ctx: KernelCodegen, node: Node) -> str:
+    a, b, acc = node.inputs
+    out = node.attrs["out_dtype"]
+    cast, accumulate = _dot_dtypes(a.dtype, b.dtype)
+    a_text = ctx.typed(a, cast) if cast is not None else ctx.operand(a)
+    b_text = ctx.typed(b, cast) if cast is not None else ctx.operand(b)
+    # lanes past the end of the contracted dimension must contribute nothing
+    if not ctx.is_zero_padded(a):
+        a_text = _masked_along(ctx, a, a_text, len(a.shape) - 1, "0")
+    if not ctx.is_zero_padded(b):
+        b_text = _masked_along(ctx, b, b_text, len(b.shape) - 2, "0")
+    operand_dtype = cast or a.dtype
+    precision = ""
+    if operand_dtype == torch.float32 and ctx.options.precision_expr is not None:
+        precision = f", precision={ctx.options.precision_expr}"
+    preferred = f"preferred_element_type={ctx.dtype(accumulate)}{precision}"
+    a_shape, b_shape = ctx.shape(a.shape), ctx.shape(b.shape)
+    out_shape = ctx.shape(node.output.shape)
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        product = f"jnp.dot({a_text}, {b_text}, {preferred})"
+    elif ctx.options.target != "gpu":
+        product = f"jnp.matmul({a_text}, {b_text}, {preferred})"
+    elif all(d == 1 for d in out_shape[:-2]):
+        # Pallas' Triton dot is 2-D: a batch tile of one is a reshape away from it
+        a2 = f"{_paren(a_text)}.reshape({a_shape[-2]}, {a_shape[-1]})"
+        b2 = f"{_paren(b_text)}.reshape({b_shape[-2]}, {b_shape[-1]})"
+        product = (
+            f"jnp.dot({a2}, {b2}, {preferred}).reshape({tuple_text([str(d) for d in out_shape])})"
+        )
+    else:
+        raise exc.BackendUnsupported(
+            "a batched matmul whose batch tile is larger than 1 on GPU",
+            "pallas",
+            loc=node.loc,
+            hint="Pallas' Triton lowering only has 2-D dots; use a batch block size of 1.",
+        )
+    if acc is not None:
+        product = f"{ctx.typed(acc, accumulate)} + {product}"
+    if out != accumulate:
+        product = f"({product}).astype({ctx.dtype(out)})"
+    return product
+
+
+# ---------------------------------------------------------------------------------------------
+# views
+
+
+def reshape_supported(in_shape: tuple, out_shape: tuple) -> bool:
+    """Reshapes of padded arrays are exact when they only add or drop size-1 dims, or when
+    every dim is an integer power of two (nothing padded)."""
+    dims_in = [sympy.sympify(d) for d in in_shape]
+    dims_out = [sympy.sympify(d) for d in out_shape]
+    unpadded = lambda d: d.is_Integer and int(d) & (int(d) - 1) == 0  # noqa: E731
+    if all(unpadded(d) for d in dims_in + dims_out):
+        return True
+    strip = lambda dims: [d for d in dims if d != 1]  # noqa: E731
+    return strip(dims_in) == strip(dims_out)
+
+
+@pallas_lowering(ops.view_reshape)
+def _reshape(ctx: KernelCodegen, node: Node) -> str:
+    x = node.inputs[0]
+    if not reshape_supported(x.shape, node.attrs["shape"]):
+        raise exc.BackendUnsupported(
+            f"reshape {list(x.shape)} -> {list(node.attrs['shape'])}", "pallas", loc=node.loc
+        )
+    if ctx.is_zero_padded(x):
+        ctx.mark_zero_padded(node.output)
+    return f"{ctx.operand(x)}.reshape({ctx.shape_text(node.attrs['shape'])})"
+
+
+@pallas_lowering(ops.view_permute)
+def _permute(ctx: KernelCodegen, node: Node) -> str:
+    x = node.inputs[0]
+    if ctx.is_zero_padded(x):
+        ctx.mark_zero_padded(node.output)
+    return f"jnp.transpose({ctx.operand(x)}, {tuple_text([str(d) for d in node.attrs['dims']])})"
+
+
+@pallas_lowering(ops.view_expand)
+def _expand(ctx: KernelCodegen, node: Node) -> str:
+    x = node.inputs[0]
+    shape = ctx.shape_text(node.attrs["shape"])
+    if not isinstance(x, Value):
+        return f"jnp.full({shape}, {ctx.operand(x)}, dtype={ctx.dtype(node.output.dtype)})"
+    return f"jnp.broadcast_to({ctx.operand(x)}, {shape})"
+
+
+@pallas_lowering(ops.view_subscript)
+def _subscript(ctx: KernelCodegen, node: Node) -> str:
+    parts = []
+    for item in node.attrs["items"]:
+        if item is None:
+            parts.append("None")
+        elif item == "slice":
+            parts.append(":")
+        else:
+            parts.append(str(int(item)))
+    x = node.inputs[0]
+    if ctx.is_zero_padded(x):
+        ctx.mark_zero_padded(node.output)
+    return f"{ctx.operand(x)}[{', '.join(parts) or '...'}]"
+
+
+# ---------------------------------------------------------------------------------------------
+# creation and tile attributes
+
+
+@pallas_lowering(ops.full)
+def _full(ctx: KernelCodegen, node: Node) -> str:
+    value = node.attrs["value"]
+    if value == 0:
+        ctx.mark_zero_padded(node.output)
+    return f"jnp.full({ctx.shape_text(node.attrs['shape'])}, {literal(value)}, dtype={ctx.dtype(node.attrs['dtype'])})"
+
+
+@pallas_lowering(ops.arange)
+def _arange(ctx: KernelCodegen, node: Node) -> str:
+    size = ctx.dim_size(node.attrs["length"])
+    start = node.attrs["start"]
+    text = f"jnp.arange({size}, dtype={ctx.dtype(node.attrs['dtype'])})"
+    return f"{text} + {start}" if start else text
+
+
+@pallas_lowering(ops.constant)
+def _constant(ctx: KernelCodegen, node: Node) -> str:
+    return f"jnp.asarray({literal(node.attrs['value'])}, dtype={ctx.dtype(node.attrs['dtype'])})"
+
+
+@pallas_lowering(*ops.TILE_ATTRS.values())
+def _tile_attr(ctx: KernelCodegen, node: Node) -> str:
+    name = node.op.name.removeprefix("tile_")
+    dtype = ctx.dtype(node.output.dtype)
+    if name == "block_size" and not node.inputs:
+        return f"jnp.asarray({ctx.block[node.attrs['block_id']]}, dtype={dtype})"
+    tile = ctx.tile_of(node.inputs[0])
+    end = f"jnp.minimum({tile.begin} + {tile.block}, {tile.hi})"
+    if name == "index":
+        return f"jnp.arange({tile.padded}, dtype={dtype}) + {tile.begin}"
+    if name == "begin":
+        return f"jnp.asarray({tile.begin}, dtype={dtype})"
+    if name == "end":
+        return f"jnp.asarray({end}, dtype={dtype})"
+    if name == "block_size":
+        return f"jnp.asarray({tile.block}, dtype={dtype})"
+    if name == "id":
+        return f"jnp.asarray({tile.begin} // {tile.block}, dtype={dtype})"
+    if name == "count":
+        return (
+            f"jnp.asarray(({end} - {tile.begin} + {tile.block - 1}) // {tile.block}, dtype={dtype})"
+        )
+    raise exc.InternalError(f"unknown tile attribute {name}", loc=node.loc)
+
+
+@pallas_lowering(ops.device_print)
+def _device_print(ctx: KernelCodegen, node: Node) -> None:
+    values = [ctx.operand(v) for v in node.inputs]
+    placeholders = " ".join("{}" for _ in values)
+    text = f"{node.attrs['prefix']} {placeholders}".replace('"', '\\"')
+    ctx.emit(f'pl.debug_print("{text}", {", ".join(values)})')
+
+
+# memory rules register themselves into PALLAS_LOWERINGS; imported last so the table is complete
+from helion_pallas import memory as _memory  # noqa: E402,F401
