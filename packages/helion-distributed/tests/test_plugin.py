@@ -37,8 +37,45 @@ def test_plugin_is_loaded_from_its_entry_point() -> None:
 
 
 def test_provides_language_ops_hook_and_no_backend() -> None:
+    from helion_distributed.language import LANGUAGE_OPS
+
     results = plugins.call_each_plugin("helion_language_ops")
     from_distributed = [r for r in results if r.plugin.distribution == DISTRIBUTION]
-    assert [r.value for r in from_distributed] == [[]]
+    assert [r.value for r in from_distributed] == [list(LANGUAGE_OPS)]
+    names = {op.name for op in LANGUAGE_OPS}
+    assert {
+        "signal",
+        "wait",
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "peer_tensors",
+        "symm_mem",
+    } <= names
     providers = [backends.backend_provider(b.name) for b in backends.list_backends()]
     assert all(p is None or p.distribution != DISTRIBUTION for p in providers)
+
+
+def test_language_ops_resolve_through_helion_language() -> None:
+    import helion.language as hl
+    from helion_distributed import language
+
+    assert hl.signal is language.signal
+    assert hl.all_reduce is language.all_reduce
+    assert hl.symm_mem.empty is not None
+
+
+def test_lowerings_reach_the_ref_and_triton_tables() -> None:
+    from helion.backends.ref.lowerings import ref_lowerings
+    from helion_distributed import language
+
+    table = ref_lowerings()
+    assert all(op in table for op in language.OPS)
+    results = plugins.call_each_plugin("helion_lowerings", backend="triton")
+    from_distributed = [r.value for r in results if r.plugin.distribution == DISTRIBUTION]
+    assert set(from_distributed[0]) == set(language.OPS)
+    assert [
+        r.value
+        for r in plugins.call_each_plugin("helion_lowerings", backend="pallas")
+        if r.plugin.distribution == DISTRIBUTION
+    ] == [{}]

@@ -1,20 +1,34 @@
-"""Hook implementations of helion-distributed.
+"""Hook implementations of helion-distributed (hookimpls only).
 
-helion-distributed provides language ops (``hl.signal``, ``hl.wait``, ``hl.all_reduce``, ...)
-and their lowerings, not a backend. Until those ops land, it registers an empty op list, so the
-plugin machinery is exercised end to end and ``helion plugins`` lists it.
+The plugin provides language ops (``hl.signal``, ``hl.wait``, ``hl.peer_barrier``,
+``hl.all_reduce``, ``hl.all_gather``, ``hl.reduce_scatter``, ``hl.peer_tensors``,
+``hl.signal_pads``, ``hl.symm_mem``) and their lowerings for the ref and Triton backends; no
+backend of its own. Imports are lazy so plugin discovery stays cheap.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
+from typing import Callable
 
 from helion.plugins import hookimpl
 
-if TYPE_CHECKING:
-    from helion.language._ops import Op
+
+@hookimpl
+def helion_language_ops() -> list[Any]:
+    from helion_distributed.language import LANGUAGE_OPS
+
+    return list(LANGUAGE_OPS)
 
 
 @hookimpl
-def helion_language_ops() -> list[Op]:
-    return []
+def helion_lowerings(backend: str) -> dict[Any, Callable[..., Any]]:
+    if backend == "ref":
+        from helion_distributed._ref import REF_LOWERINGS
+
+        return dict(REF_LOWERINGS)
+    if backend == "triton":
+        from helion_distributed._triton import triton_lowerings
+
+        return triton_lowerings()
+    return {}

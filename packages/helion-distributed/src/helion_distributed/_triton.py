@@ -1,0 +1,361 @@
+"""Lowerings of the distributed ops for the Triton backend (merged into helion-triton's table
+through the ``helion_lowerings("triton")`` hook). A rule is ``rule(ctx, node)``; ``ctx`` is
+helion-triton's ``KernelCodegen``.
+
+Peer buffers and signal pads are ordinary tensor parameters of the generated kernel (every
+element of a ``hl.peer_tensors`` / ``hl.signal_pads`` tuple is one), so a peer access is a plain
+``tl.load`` / ``tl.store`` through that pointer: a peer-mapped address on CUDA, shared memory
+under the interpreter (CPU tensors), where Triton's atomics are real host atomics.
+
+Synchronization is the handshake of ``_spin`` (sender: CAS 0 -> 1, receiver: CAS 1 -> 0) with
+``acq_rel`` / ``sys``-scope atomics, framed by ``tl.debug_barrier()`` so that every thread's
+writes precede the signal and every thread's reads follow the wait. A tile collective uses the
+slot of its grid tile (the flat tile id), so the same tile on every rank pairs up.
+
+Every spin is bounded. A wait that runs out writes ``1 + missing rank`` into the error word of
+this rank's pad (the last word) and gives up; later waits of the kernel see the error word and
+do not spin. The host reads the word after the launch (``check_kernel_timeouts``) and raises
+``DistributedTimeout`` naming the missing rank; the ready kernels do this after every call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from typing import Callable
+
+import torch
+
+from helion_distributed import _env
+from helion_distributed import language as dl
+
+# spins per second of timeout: the interpreter runs a spin iteration in ~250 us, a GPU in ~1 us
+_SPINS_PER_SECOND_INTERPRETED = 4_000
+_SPINS_PER_SECOND_DEVICE = 1_000_000
+UNKNOWN_PEER = 0x7FFF
+
+_HANDSHAKE = """
+@triton.jit
+def _helion_dist_handshake(ptr, expect, desired, limit, err_ptr, err_code):
+    # compare-and-swap ptr from expect to desired, spinning at most `limit` times; on a timeout
+    # record err_code in the error word (and skip the spin when an earlier wait already failed)
+    failed = tl.atomic_add(err_ptr, 0, sem="acquire", scope="sys")
+    if failed == 0:
+        spins = 0
+        old = tl.atomic_cas(ptr, expect, desired, sem="acq_rel", scope="sys")
+        while (old != expect) & (spins < limit):
+            old = tl.atomic_cas(ptr, expect, desired, sem="acq_rel", scope="sys")
+            spins += 1
+        if old != expect:
+            tl.atomic_xchg(err_ptr, err_code, sem="release", scope="sys")
+"""
+
+_WAIT_SCALAR = """
+@triton.jit
+def _helion_dist_wait_scalar(ptr, expect, limit, err_ptr, err_code):
+    # spin until the word at ptr holds expect (bounded; see _helion_dist_handshake)
+    failed = tl.atomic_add(err_ptr, 0, sem="acquire", scope="sys")
+    if failed == 0:
+        spins = 0
+        current = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+        while (current != expect) & (spins < limit):
+            current = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+            spins += 1
+        if current != expect:
+            tl.atomic_xchg(err_ptr, err_code, sem="release", scope="sys")
+"""
+
+_WAIT_EQUAL = """
+@triton.jit
+def _helion_dist_wait_equal(ptr, mask, expect, limit, err_ptr, err_code):
+    # spin until every unmasked word at ptr holds expect (bounded; see _helion_dist_handshake)
+    failed = tl.atomic_add(err_ptr, 0, sem="acquire", scope="sys")
+    if failed == 0:
+        spins = 0
+        current = tl.atomic_add(ptr, 0, mask=mask, sem="acquire", scope="sys")
+        pending = tl.sum(tl.where(mask & (current != expect), 1, 0))
+        while (pending > 0) & (spins < limit):
+            current = tl.atomic_add(ptr, 0, mask=mask, sem="acquire", scope="sys")
+            pending = tl.sum(tl.where(mask & (current != expect), 1, 0))
+            spins += 1
+        if pending > 0:
+            tl.atomic_xchg(err_ptr, err_code, sem="release", scope="sys")
+"""
+
+
+def _spin_limit(ctx: Any, seconds: float | None = None) -> int:
+    """Spins that take about ``seconds`` (default: the distributed timeout, read at compile time)."""
+    rate = _SPINS_PER_SECOND_INTERPRETED if ctx.target.interpret else _SPINS_PER_SECOND_DEVICE
+    return max(int((_env.timeout_s() if seconds is None else seconds) * rate), 1)
+
+
+class _LoadLike:
+    memory = "load"
+
+
+class _Output:
+    def __init__(self, shape: tuple) -> None:
+        self.shape = shape
+
+
+class _Access:
+    """What helion-triton's ``pointer_access`` reads from a memory node, for one tensor."""
+
+    op = _LoadLike
+
+    def __init__(self, tensor: Any, items: tuple, inputs: list, shape: tuple) -> None:
+        self.attrs = {"tensor": tensor, "items": items, "mask": None}
+        self.inputs = inputs
+        self.output = _Output(tuple(shape))
+
+
+def _pointer(
+    ctx: Any, node: Any, tensor: Any, items: tuple | None = None
+) -> tuple[str, str | None]:
+    from helion_triton.memory import pointer_access
+
+    access = _Access(
+        tensor, node.attrs["items"] if items is None else items, node.inputs, node.attrs["shape"]
+    )
+    pointer, mask, _ = pointer_access(ctx, access)
+    return pointer, mask
+
+
+def _scalar(ctx: Any, node: Any, operand: Any) -> str:
+    if isinstance(operand, tuple):
+        return ctx.operand(node.inputs[operand[1]], torch.int32)
+    return str(int(operand))
+
+
+def _error_pointer(ctx: Any, pad: Any) -> str:
+    words = 1
+    for s in pad.shape:
+        words *= int(s)
+    return f"{ctx.tensor_param(pad.index)} + {words - 1}"
+
+
+def _error_code(peer: int | None) -> int:
+    return 1 + (UNKNOWN_PEER if peer is None else int(peer))
+
+
+def _handshake(
+    ctx: Any,
+    ptr: str,
+    expect: str,
+    desired: str,
+    err_ptr: str,
+    peer: int | None,
+    seconds: float | None = None,
+) -> None:
+    ctx.helper("_helion_dist_handshake", _HANDSHAKE)
+    limit = _spin_limit(ctx, seconds)
+    ctx.emit(
+        f"_helion_dist_handshake({ptr}, {expect}, {desired}, {limit}, {err_ptr}, {_error_code(peer)})"
+    )
+
+
+# -- hl.signal / hl.wait ---------------------------------------------------------------------------
+
+
+def _signal(ctx: Any, node: Any) -> None:
+    pad = node.attrs["tensor"]
+    pointer, mask = _pointer(ctx, node, pad)
+    value = _scalar(ctx, node, node.attrs["signal"])
+    sem = node.attrs["sem"]
+    scope = node.attrs["scope"]
+    if sem != "relaxed":
+        ctx.emit("tl.debug_barrier()")
+    if node.attrs["wait_for"] is not None:
+        if node.attrs["shape"]:
+            raise ctx.unsupported(
+                "hl.signal(wait_for=...) on more than one word (index it with scalars)"
+            )
+        _handshake(
+            ctx,
+            pointer,
+            _scalar(ctx, node, node.attrs["wait_for"]),
+            value,
+            _error_pointer(ctx, pad),
+            None,
+        )
+        return
+    function = "tl.atomic_add" if node.attrs["op"] == "add" else "tl.atomic_xchg"
+    masked = f", mask={mask}" if mask is not None else ""
+    ctx.emit(f'{function}({pointer}, {value}{masked}, sem="{sem}", scope="{scope}")')
+
+
+def _wait(ctx: Any, node: Any) -> None:
+    pad = node.attrs["tensor"]
+    pointer, mask = _pointer(ctx, node, pad)
+    value = _scalar(ctx, node, node.attrs["signal"])
+    err_ptr = _error_pointer(ctx, pad)
+    if node.attrs["update"] is not None:
+        if node.attrs["shape"]:
+            raise ctx.unsupported(
+                "hl.wait(update=...) on more than one word (index it with scalars)"
+            )
+        _handshake(
+            ctx,
+            pointer,
+            value,
+            _scalar(ctx, node, node.attrs["update"]),
+            err_ptr,
+            None,
+            node.attrs["timeout"],
+        )
+    elif not node.attrs["shape"]:
+        ctx.helper("_helion_dist_wait_scalar", _WAIT_SCALAR)
+        limit = _spin_limit(ctx, node.attrs["timeout"])
+        ctx.emit(
+            f"_helion_dist_wait_scalar({pointer}, {value}, {limit}, {err_ptr}, {_error_code(None)})"
+        )
+    else:
+        ctx.helper("_helion_dist_wait_equal", _WAIT_EQUAL)
+        lanes = (
+            mask
+            if mask is not None
+            else f"tl.full({ctx.shape(node.attrs['shape'])}, True, tl.int1)"
+        )
+        limit = _spin_limit(ctx, node.attrs["timeout"])
+        ctx.emit(
+            f"_helion_dist_wait_equal({pointer}, {lanes}, {value}, {limit}, {err_ptr}, {_error_code(None)})"
+        )
+    if node.attrs["sem"] != "relaxed":
+        ctx.emit("tl.debug_barrier()")
+
+
+# -- barrier and tile collectives ---------------------------------------------------------------------
+
+
+def _slot(ctx: Any, node: Any) -> str:
+    """The flat id of the grid tile this node runs in (the same tile has it on every rank)."""
+    flat = None
+    for position in reversed(node.attrs["grid"]):
+        tile = ctx.tile_vars(node.inputs[position])
+        if tile.offset is None:
+            return "tl.program_id(0)"
+        index = f"(({tile.offset} - {tile.begin}) // {tile.step})"
+        count = f"tl.cdiv({tile.end} - {tile.begin}, {tile.step})"
+        flat = index if flat is None else f"({index} + {count} * {flat})"
+    return ctx.assign(flat or "0", "slot")
+
+
+def _barrier_at(ctx: Any, node: Any, slot: str) -> None:
+    pads = node.attrs["pads"]
+    rank = node.attrs["rank"]
+    world = node.attrs["world_size"]
+    params = [ctx.tensor_param(p.index) for p in pads]
+    err_ptr = _error_pointer(ctx, pads[rank])
+    base = ctx.assign(f"{slot} * {world}", "slot_base")
+    ctx.emit("tl.debug_barrier()")
+    for peer in range(world):
+        _handshake(ctx, f"{params[peer]} + {base} + {rank}", "0", "1", err_ptr, peer)
+    for peer in range(world):
+        _handshake(ctx, f"{params[rank]} + {base} + {peer}", "1", "0", err_ptr, peer)
+    ctx.emit("tl.debug_barrier()")
+
+
+def _peer_barrier(ctx: Any, node: Any) -> None:
+    _barrier_at(ctx, node, _slot(ctx, node))
+
+
+def _combine(op: str, a: str, b: str) -> str:
+    if op == "sum":
+        return f"{a} + {b}"
+    if op == "prod":
+        return f"{a} * {b}"
+    return f"tl.maximum({a}, {b})" if op == "max" else f"tl.minimum({a}, {b})"
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _load(ctx: Any, pointer: str, mask: str | None, dtype: torch.dtype) -> str:
+    text = f"tl.load({pointer})" if mask is None else f"tl.load({pointer}, {mask}, other=0)"
+    compute = _compute_dtype(dtype)
+    return ctx.assign(ctx.cast(text, compute, dtype), "peer_value")
+
+
+def _store(ctx: Any, pointer: str, mask: str | None, value: str) -> None:
+    ctx.emit(
+        f"tl.store({pointer}, {value})" if mask is None else f"tl.store({pointer}, {value}, {mask})"
+    )
+
+
+def _all_reduce(ctx: Any, node: Any) -> str:
+    peers = node.attrs["tensors"]
+    rank = node.attrs["rank"]
+    dtype = node.output.dtype
+    slot = _slot(ctx, node)
+    pointer, mask = _pointer(ctx, node, peers[rank])
+    _store(ctx, pointer, mask, ctx.expr(node.inputs[node.attrs["value"]]))
+    _barrier_at(ctx, node, slot)
+    acc = None
+    for peer in peers:
+        pointer, mask = _pointer(ctx, node, peer)
+        value = _load(ctx, pointer, mask, dtype)
+        acc = (
+            value if acc is None else ctx.assign(_combine(node.attrs["op"], acc, value), "reduced")
+        )
+    _barrier_at(ctx, node, slot)
+    return ctx.cast(acc, dtype, _compute_dtype(dtype))
+
+
+def _all_gather(ctx: Any, node: Any) -> str:
+    peers = node.attrs["tensors"]
+    rank = node.attrs["rank"]
+    world = node.attrs["world_size"]
+    shape = tuple(node.output.shape)
+    dtype = node.output.dtype
+    slot = _slot(ctx, node)
+    pointer, mask = _pointer(ctx, node, peers[rank])
+    _store(ctx, pointer, mask, ctx.expr(node.inputs[node.attrs["value"]]))
+    _barrier_at(ctx, node, slot)
+    lane = ctx.place(f"tl.arange(0, {ctx.dim_str(shape[0])})", 0, shape)
+    result = ctx.assign(f"tl.zeros({ctx.shape(shape)}, {ctx.tl(dtype)})", "gathered")
+    region = ", ".join(["None"] + [":"] * (len(shape) - 1)) if len(shape) > 1 else None
+    for r in range(world):
+        pointer, mask = _pointer(ctx, node, peers[r])
+        text = f"tl.load({pointer})" if mask is None else f"tl.load({pointer}, {mask}, other=0)"
+        value = ctx.assign(text, "peer_value")
+        spread = f"{value}[{region}]" if region else value
+        ctx.emit(f"{result} = tl.where({lane} == {r}, {spread}, {result})")
+    _barrier_at(ctx, node, slot)
+    return result
+
+
+def _reduce_scatter(ctx: Any, node: Any) -> str:
+    peers = node.attrs["tensors"]
+    rank = node.attrs["rank"]
+    world = node.attrs["world_size"]
+    dtype = node.output.dtype
+    items = node.attrs["items"]
+    slot = _slot(ctx, node)
+
+    def with_rank(r: int) -> tuple:
+        return (("const", r), *items[1:])
+
+    for destination, position in enumerate(node.attrs["values"]):
+        pointer, mask = _pointer(ctx, node, peers[destination], with_rank(rank))
+        _store(ctx, pointer, mask, ctx.expr(node.inputs[position]))
+    _barrier_at(ctx, node, slot)
+    acc = None
+    for source in range(world):
+        pointer, mask = _pointer(ctx, node, peers[rank], with_rank(source))
+        value = _load(ctx, pointer, mask, dtype)
+        acc = (
+            value if acc is None else ctx.assign(_combine(node.attrs["op"], acc, value), "reduced")
+        )
+    _barrier_at(ctx, node, slot)
+    return ctx.cast(acc, dtype, _compute_dtype(dtype))
+
+
+def triton_lowerings() -> dict[Any, Callable]:
+    return {
+        dl.signal_op: _signal,
+        dl.wait_op: _wait,
+        dl.barrier_op: _peer_barrier,
+        dl.all_reduce_op: _all_reduce,
+        dl.all_gather_op: _all_gather,
+        dl.reduce_scatter_op: _reduce_scatter,
+    }

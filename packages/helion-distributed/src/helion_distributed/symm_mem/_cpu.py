@@ -1,0 +1,472 @@
+"""Symmetric memory for CPU ranks: POSIX shared memory mapped into every rank of a group.
+
+``empty()`` creates one shared-memory file per allocation (in ``/dev/shm`` where it exists): the
+buffer, then a signal pad of ``signal_pad_size`` bytes, both zero-filled. ``rendezvous()``
+exchanges the file names over the group (a gloo ``all_gather_object``) and maps every peer's
+file, so a peer's buffer is ordinary memory of this process: torch tensors over it
+(``torch.frombuffer``) read and write the peer's data directly, exactly like a CUDA peer mapping.
+
+Files are unlinked when their owner exits (``atexit``); the files of a process that died without
+running its exit handlers (``SIGKILL``, ``os._exit``) are removed by the next allocation on the
+machine that finds their owner gone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import itertools
+import mmap
+import os
+import re
+import secrets
+import socket
+import tempfile
+import threading
+from typing import Any
+from typing import Sequence
+
+import torch
+
+from helion_distributed import _spin
+from helion_distributed._atomics import Words
+from helion_distributed.errors import DistributedTimeout
+from helion_distributed.errors import SymmetricMemoryError
+
+PREFIX = "helion-symm"
+_ALIGN = 64
+# layout of a signal pad of W words in a group of N ranks: kernels' slots first, then
+# HOST_CHANNELS * N words for host channels (handle.barrier / put_signal / wait_signal), then
+# one error word where compiled kernels record a timed-out wait (see _pads.py)
+HOST_CHANNELS = 16
+
+_lock = threading.RLock()
+_counter = itertools.count()
+_owned_paths: set[str] = set()
+_allocations: list[CpuAllocation] = []
+
+
+def kernel_slots(pad_words: int, world_size: int) -> int:
+    """Words of a pad that kernels may use as slots (from word 0)."""
+    return pad_words - 1 - HOST_CHANNELS * world_size
+
+
+def error_word(pad_words: int) -> int:
+    """The word where a compiled kernel records that one of its waits timed out."""
+    return pad_words - 1
+
+
+def shm_dir() -> str:
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+def _align(n: int, to: int = _ALIGN) -> int:
+    return (n + to - 1) // to * to
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_files() -> int:
+    """Remove shared-memory files whose owner process no longer exists; return how many."""
+    directory = shm_dir()
+    pattern = re.compile(rf"^{PREFIX}-(\d+)-")
+    removed = 0
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        match = pattern.match(name)
+        if match is None or _pid_alive(int(match.group(1))):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _reserve(fd: int, size: int, path: str) -> None:
+    # reserve the pages now: a full /dev/shm would otherwise surface as a SIGBUS at first touch
+    if not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EINVAL):
+            return  # the file system cannot reserve; the pages are allocated when touched
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise SymmetricMemoryError(
+            f"cannot reserve {size} bytes of shared memory in {os.path.dirname(path)} ({error.strerror}); "
+            "free space there (containers often limit /dev/shm, e.g. docker --shm-size)"
+        ) from None
+
+
+class Segment:
+    """One mapped shared-memory file (ours or a peer's)."""
+
+    def __init__(self, path: str, size: int, *, create: bool) -> None:
+        self.path = path
+        self.size = size
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            raise SymmetricMemoryError(
+                f"cannot map the peer's symmetric memory {path!r}: the file is gone "
+                "(its owner exited, or the ranks are not on one machine)"
+            ) from None
+        try:
+            if create:
+                os.ftruncate(fd, size)
+                _reserve(fd, size, path)
+            elif os.fstat(fd).st_size < size:
+                raise SymmetricMemoryError(
+                    f"the peer's symmetric memory {path!r} is smaller than announced"
+                )
+            self.mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        # a uint8 tensor over the whole mapping; it keeps the mapping alive
+        self.bytes = torch.frombuffer(self.mm, dtype=torch.uint8)
+
+    @property
+    def address(self) -> int:
+        return self.bytes.data_ptr()
+
+    def view(self, start: int, nbytes: int, dtype: torch.dtype) -> torch.Tensor:
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if start % itemsize:
+            raise SymmetricMemoryError(
+                f"offset {start} is not aligned to {dtype} ({itemsize} bytes)"
+            )
+        usable = nbytes // itemsize * itemsize
+        return self.bytes[start : start + usable].view(dtype)
+
+
+class CpuAllocation:
+    """What ``empty()`` allocated: a buffer and its signal pad in one local segment."""
+
+    def __init__(self, buffer_bytes: int, pad_bytes: int) -> None:
+        self.buffer_bytes = buffer_bytes
+        self.pad_bytes = pad_bytes
+        self.pad_start = _align(max(buffer_bytes, 1), 4096)
+        name = f"{PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
+        path = os.path.join(shm_dir(), name)
+        self.segment = Segment(path, self.pad_start + pad_bytes, create=True)
+        with _lock:
+            _owned_paths.add(path)
+        self.handles: dict[str, CpuSymmetricMemory] = {}
+
+    def contains(self, tensor: torch.Tensor) -> bool:
+        if tensor.device.type != "cpu" or (tensor.numel() == 0 and tensor.data_ptr() == 0):
+            return False
+        start = self.segment.address
+        return start <= tensor.data_ptr() < start + max(self.buffer_bytes, 1)
+
+    def offset_of(self, tensor: torch.Tensor) -> int:
+        return tensor.data_ptr() - self.segment.address
+
+
+def empty(size: Sequence[int], dtype: torch.dtype, pad_bytes: int) -> torch.Tensor:
+    """A zero-filled CPU tensor in a fresh shared-memory segment (with its own signal pad)."""
+    numel = 1
+    for s in size:
+        numel *= int(s)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if not _allocations:
+        sweep_stale_files()
+    allocation = CpuAllocation(numel * itemsize, pad_bytes)
+    with _lock:
+        _allocations.append(allocation)
+    flat = allocation.segment.view(0, numel * itemsize, dtype)
+    return flat[:numel].view(tuple(int(s) for s in size))
+
+
+def find_allocation(tensor: torch.Tensor) -> CpuAllocation | None:
+    with _lock:
+        for allocation in _allocations:
+            if allocation.contains(tensor):
+                return allocation
+    return None
+
+
+def rendezvous(tensor: torch.Tensor, group: Any, group_name: str) -> CpuSymmetricMemory:
+    allocation = find_allocation(tensor)
+    if allocation is None:
+        raise SymmetricMemoryError(
+            "rendezvous needs a tensor allocated by helion_distributed.symm_mem.empty() "
+            f"(got a {tensor.dtype} tensor of shape {list(tensor.shape)} in ordinary memory)"
+        )
+    handle = allocation.handles.get(group_name)
+    if handle is None:
+        handle = CpuSymmetricMemory(allocation, group, group_name)
+        allocation.handles[group_name] = handle
+    return handle
+
+
+class CpuSymmetricMemory:
+    """The handle of a rendezvoused CPU allocation: same API as torch's ``_SymmetricMemory``."""
+
+    def __init__(self, allocation: CpuAllocation, group: Any, group_name: str) -> None:
+        import torch.distributed as dist
+
+        self.allocation = allocation
+        self.group = group
+        self.group_name = group_name
+        self.rank = dist.get_rank(group)
+        self.world_size = dist.get_world_size(group)
+        self.buffer_size = allocation.buffer_bytes
+        self.signal_pad_size = allocation.pad_bytes
+        self.device = torch.device("cpu")
+        mine = (
+            allocation.segment.path,
+            allocation.buffer_bytes,
+            allocation.pad_bytes,
+            allocation.pad_start,
+            socket.gethostname(),
+        )
+        everyone: list[Any] = [None] * self.world_size
+        dist.all_gather_object(everyone, mine, group=group)
+        hosts = {info[4] for info in everyone}
+        if len(hosts) > 1:
+            raise SymmetricMemoryError(
+                f"CPU symmetric memory needs every rank of group {group_name!r} on one machine; "
+                f"the ranks run on {sorted(hosts)}"
+            )
+        sizes = {(info[1], info[2]) for info in everyone}
+        if len(sizes) > 1:
+            raise SymmetricMemoryError(
+                f"rendezvous on group {group_name!r}: ranks allocated different sizes "
+                f"(buffer, signal pad bytes per rank: {[info[1:3] for info in everyone]})"
+            )
+        self.segments: list[Segment] = []
+        self.pad_starts: list[int] = []
+        for peer, (path, _buffer_bytes, pad_bytes, pad_start, _host) in enumerate(everyone):
+            if peer == self.rank:
+                self.segments.append(allocation.segment)
+            else:
+                self.segments.append(Segment(path, pad_start + pad_bytes, create=False))
+            self.pad_starts.append(pad_start)
+        # every rank has mapped every file before anyone may unlink or write to it
+        dist.barrier(group=group)
+        self.pads = [
+            seg.view(start, self.signal_pad_size, torch.int32)
+            for seg, start in zip(self.segments, self.pad_starts, strict=True)
+        ]
+        self.pad_words = [Words(p) for p in self.pads]
+        self._views: dict[tuple, tuple[torch.Tensor, ...]] = {}
+        self._ptrs = torch.tensor([s.address for s in self.segments], dtype=torch.int64)
+        self._pad_ptrs = torch.tensor([p.data_ptr() for p in self.pads], dtype=torch.int64)
+
+    # -- pointers -------------------------------------------------------------------------------
+
+    @property
+    def buffer_ptrs(self) -> list[int]:
+        return [s.address for s in self.segments]
+
+    @property
+    def signal_pad_ptrs(self) -> list[int]:
+        return [p.data_ptr() for p in self.pads]
+
+    @property
+    def buffer_ptrs_dev(self) -> int:
+        """Address of an int64 array of ``buffer_ptrs`` (host memory on CPU)."""
+        return self._ptrs.data_ptr()
+
+    @property
+    def signal_pad_ptrs_dev(self) -> int:
+        return self._pad_ptrs.data_ptr()
+
+    @property
+    def kernel_signal_slots(self) -> int:
+        """Words of each pad available to kernels (the rest is reserved for host channels)."""
+        return kernel_slots(self.signal_pad_size // 4, self.world_size)
+
+    # -- views ----------------------------------------------------------------------------------
+
+    def _check_rank(self, rank: int) -> None:
+        if not 0 <= rank < self.world_size:
+            raise SymmetricMemoryError(
+                f"rank {rank} is not in group {self.group_name!r} of size {self.world_size}"
+            )
+
+    def get_buffer(
+        self, rank: int, sizes: Sequence[int], dtype: torch.dtype, storage_offset: int = 0
+    ) -> torch.Tensor:
+        """A tensor of ``sizes`` (contiguous) over rank ``rank``'s buffer, starting
+        ``storage_offset`` elements of ``dtype`` in."""
+        self._check_rank(rank)
+        sizes = tuple(int(s) for s in sizes)
+        numel = 1
+        for s in sizes:
+            numel *= s
+        flat = self.segments[rank].view(0, self.buffer_size, dtype)
+        if storage_offset + numel > flat.numel():
+            raise SymmetricMemoryError(
+                f"get_buffer({rank}, {list(sizes)}, {dtype}, storage_offset={storage_offset}) needs "
+                f"{(storage_offset + numel) * flat.element_size()} bytes; the buffer has {self.buffer_size}"
+            )
+        return flat[storage_offset : storage_offset + numel].view(sizes)
+
+    def get_signal_pad(
+        self,
+        rank: int,
+        sizes: Sequence[int] | None = None,
+        dtype: torch.dtype = torch.int32,
+        storage_offset: int = 0,
+    ) -> torch.Tensor:
+        """Rank ``rank``'s signal pad (all of it by default) as a tensor."""
+        self._check_rank(rank)
+        flat = self.segments[rank].view(self.pad_starts[rank], self.signal_pad_size, dtype)
+        if sizes is None or len(sizes) == 0:
+            return flat[storage_offset:]
+        numel = 1
+        for s in sizes:
+            numel *= int(s)
+        if storage_offset + numel > flat.numel():
+            raise SymmetricMemoryError(
+                f"get_signal_pad: {numel} elements at {storage_offset} exceed the pad"
+            )
+        return flat[storage_offset : storage_offset + numel].view(tuple(int(s) for s in sizes))
+
+    def get_remote_tensors(self, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Every rank's view of ``tensor`` (same offset, shape and strides in each buffer);
+        cached, since kernels ask for it on every launch."""
+        offset = self.allocation.offset_of(tensor)
+        key = (offset, tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+        cached = self._views.get(key)
+        if cached is not None and cached[self.rank] is tensor:
+            return cached
+        views = self._make_views(tensor, offset)
+        self._views[key] = views
+        return views
+
+    def _make_views(self, tensor: torch.Tensor, offset: int) -> tuple[torch.Tensor, ...]:
+        itemsize = tensor.element_size()
+        if offset % itemsize:
+            raise SymmetricMemoryError(
+                "the tensor is not aligned to its dtype inside its allocation"
+            )
+        span = (
+            1 + sum((s - 1) * st for s, st in zip(tensor.shape, tensor.stride(), strict=True))
+            if tensor.numel()
+            else 0
+        )
+        if offset + span * itemsize > self.buffer_size:
+            raise SymmetricMemoryError(
+                "the tensor reaches past the end of its symmetric allocation"
+            )
+        views = []
+        for rank in range(self.world_size):
+            flat = self.segments[rank].view(0, self.buffer_size, tensor.dtype)
+            views.append(
+                flat.as_strided(tuple(tensor.shape), tuple(tensor.stride()), offset // itemsize)
+            )
+        views[self.rank] = tensor
+        return tuple(views)
+
+    def get_signal_pads(self) -> tuple[torch.Tensor, ...]:
+        """Every rank's whole signal pad as an int32 tensor (kernels' slots first)."""
+        return tuple(self.pads)
+
+    # -- host synchronization -------------------------------------------------------------------
+
+    def _channel_base(self, channel: int) -> int:
+        if not 0 <= channel < HOST_CHANNELS:
+            raise SymmetricMemoryError(f"channel must be in [0, {HOST_CHANNELS}), got {channel}")
+        return self.signal_pad_size // 4 - 1 - (HOST_CHANNELS - channel) * self.world_size
+
+    def barrier(self, channel: int = 0, timeout_ms: int = 0) -> None:
+        """Every rank of the group meets here (through the signal pads, not the process group)."""
+        words_per_rank = self.pad_words
+        base = self._channel_base(channel)
+        timeout = timeout_ms / 1000 if timeout_ms else None
+        # express the channel as a barrier slot: slot * world_size == base
+        _spin.barrier(
+            [_Shifted(w, base) for w in words_per_rank],
+            self.rank,
+            0,
+            what=f"symm_mem barrier (channel {channel})",
+            group=self.group_name,
+            timeout=timeout,
+        )
+
+    def put_signal(self, dst_rank: int, channel: int = 0, timeout_ms: int = 0) -> None:
+        self._check_rank(dst_rank)
+        slot = self._channel_base(channel) + self.rank
+
+        def stuck(elapsed: float) -> DistributedTimeout:
+            return DistributedTimeout(
+                f"rank {self.rank} of group {self.group_name!r} timed out after {elapsed:.1f}s in put_signal: "
+                f"rank {dst_rank} has not consumed the previous signal (channel {channel})",
+                rank=self.rank,
+                missing_ranks=[dst_rank],
+                what="put_signal",
+            )
+
+        _spin.send(self.pad_words[dst_rank], slot, stuck, timeout_ms / 1000 if timeout_ms else None)
+
+    def wait_signal(self, src_rank: int, channel: int = 0, timeout_ms: int = 0) -> None:
+        self._check_rank(src_rank)
+        slot = self._channel_base(channel) + src_rank
+
+        def missing(elapsed: float) -> DistributedTimeout:
+            return DistributedTimeout(
+                f"rank {self.rank} of group {self.group_name!r} timed out after {elapsed:.1f}s in wait_signal: "
+                f"no signal from rank {src_rank} (channel {channel})",
+                rank=self.rank,
+                missing_ranks=[src_rank],
+                what="wait_signal",
+            )
+
+        _spin.receive(
+            self.pad_words[self.rank], slot, missing, timeout_ms / 1000 if timeout_ms else None
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CpuSymmetricMemory(rank={self.rank}, world_size={self.world_size}, group={self.group_name!r}, "
+            f"buffer_size={self.buffer_size}, signal_pad_size={self.signal_pad_size})"
+        )
+
+
+class _Shifted:
+    """A pad's words seen from a fixed offset (so a host channel looks like barrier slot 0)."""
+
+    __slots__ = ("shift", "words")
+
+    def __init__(self, words: Words, shift: int) -> None:
+        self.words = words
+        self.shift = shift
+
+    def cas(self, offset: int, expected: int, desired: int) -> int:
+        return self.words.cas(self.shift + offset, expected, desired)
+
+
+def all_handles() -> list[CpuSymmetricMemory]:
+    with _lock:
+        return [h for a in _allocations for h in a.handles.values()]
+
+
+@atexit.register
+def _unlink_owned() -> None:
+    with _lock:
+        paths = list(_owned_paths)
+        _owned_paths.clear()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)

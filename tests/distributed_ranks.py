@@ -1,0 +1,187 @@
+"""What each rank process runs in tests/test_distributed.py (importable by the rank processes,
+which ``helion_distributed.testing.run_ranks`` starts; not a test module itself)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+import helion
+import helion.language as hl
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "distributed"
+
+EXAMPLES = [
+    "all_reduce",
+    "all_gather_matmul",
+    "matmul_reduce_scatter",
+    "fp8_matmul_reduce_scatter",
+    "fp8_scaled_all_gather_matmul",
+    "allreduce_bias_rmsnorm",
+    "two_dim_parallel_matmul",
+    "signal_wait",
+]
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}\n{traceback.format_exc()}"[:4000]
+
+
+def run_examples(rank: int, world_size: int, names: list[str]) -> dict[str, str]:
+    """Run each example's ``run(rank, world_size, device)`` on CPU; "ok" or the error per name."""
+    if str(EXAMPLES_DIR) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES_DIR))
+    results: dict[str, str] = {}
+    for name in names:
+        start = time.perf_counter()
+        try:
+            importlib.import_module(name).run(rank, world_size, torch.device("cpu"))
+            results[name] = "ok"
+        except Exception as error:  # reported per example; the next one still runs
+            results[name] = _describe(error)
+        results[name + ":seconds"] = f"{time.perf_counter() - start:.2f}"
+        dist.barrier()
+    return results
+
+
+def symm_mem_handle(rank: int, world_size: int) -> dict:
+    """The facade's handle API on CPU ranks: pointers, peer views, get_buffer, signal pads,
+    host barriers and put/wait signals."""
+    from helion_distributed import symm_mem
+
+    buffer = symm_mem.empty(7, 5, dtype=torch.float32)
+    assert symm_mem.is_symm_mem_tensor(buffer) and not symm_mem.is_symm_mem_tensor(torch.empty(3))
+    buffer.fill_(rank + 1)
+    handle = symm_mem.rendezvous(buffer, dist.group.WORLD)
+    assert symm_mem.rendezvous(buffer) is handle  # cached, not collective again
+    handle.barrier()
+    peers = symm_mem.get_remote_tensors(buffer)
+    assert peers[rank] is buffer
+    sums = [float(p.sum()) for p in peers]
+    handle.barrier()
+    peers[(rank + 1) % world_size][0, 0] = 100.0 + rank  # a store into the next rank's memory
+    handle.barrier(channel=3)
+    received = float(buffer[0, 0])
+    flat = handle.get_buffer((rank + 1) % world_size, [35], torch.float32)
+    offset = handle.get_buffer(rank, [5], torch.float32, storage_offset=30)
+    pads = symm_mem.get_signal_pads(buffer)
+    for peer in range(world_size):  # a ring of put_signal / wait_signal
+        if peer == (rank + 1) % world_size:
+            handle.put_signal(peer, channel=1)
+    handle.wait_signal((rank - 1) % world_size, channel=1)
+    handle.barrier()
+    return {
+        "rank": handle.rank,
+        "world_size": handle.world_size,
+        "sums": sums,
+        "received": received,
+        "next_rank_buffer": float(flat[1]),
+        "offset_view": float(offset[0]),
+        "pads": [(p.dtype, p.numel()) for p in pads],
+        # our own pad: every signal sent to us was consumed (peers may still be consuming theirs)
+        "pads_zero": int(pads[rank].abs().sum()) == 0,
+        "ptrs": len(set(handle.buffer_ptrs)) == world_size
+        and len(handle.signal_pad_ptrs) == world_size,
+        "buffer_size": handle.buffer_size,
+    }
+
+
+def die_mid_run(rank: int, world_size: int, size: int) -> tuple:
+    """The last rank exits in the middle of a run of all-reduces; the others must raise a
+    DistributedTimeout naming it, within the (short) distributed timeout."""
+    import helion_distributed as hd
+
+    x = torch.ones(size)
+    assert float(hd.all_reduce(x, algorithm="two_shot")[0]) == world_size
+    dist.barrier()
+    if rank == world_size - 1:
+        threading.Timer(0.2, os._exit, (7,)).start()
+    start = time.monotonic()
+    try:
+        for _ in range(1000):
+            hd.all_reduce(x, algorithm="two_shot")
+    except hd.DistributedTimeout as error:
+        return ("timeout", str(error), list(error.missing_ranks), time.monotonic() - start)
+    return ("no error", "", [], time.monotonic() - start)
+
+
+def lockstep_autotune(rank: int, world_size: int) -> tuple:
+    """Tune the one-shot all-reduce kernel together: same winner everywhere, correct results."""
+    import helion_distributed as hd
+    from helion_distributed.kernels import collectives
+    from helion_distributed.kernels._common import group_info
+    from helion_distributed.kernels._common import workspace
+
+    info = group_info()
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(rank))
+    (space,) = workspace("all_reduce_one_shot", (3000,), torch.float32, x.device, info)
+    args = (x, space.buffer, info.name_arg, info.rank_arg, hl.constexpr("sum"))
+    candidates = [
+        helion.Config(block_sizes=[256]),
+        helion.Config(block_sizes=[512]),
+        helion.Config(block_sizes=[2048]),
+    ]
+    winner = hd.autotune(collectives.one_shot_all_reduce_kernel, args, configs=candidates)
+    searched = hd.autotune(
+        collectives.one_shot_all_reduce_kernel, args, search="random", max_evaluations=3
+    )
+    out = collectives.one_shot_all_reduce_kernel(*args)
+    expected = x.clone()
+    dist.all_reduce(expected)
+    torch.testing.assert_close(out, expected)
+    return repr(winner), repr(searched)
+
+
+@helion.kernel(config=helion.Config(block_sizes=[16]), static_shapes=True)
+def ping(
+    x: torch.Tensor,
+    buffer: torch.Tensor,
+    round_: int,
+    GROUP: hl.ProcessGroupName,
+    RANK: hl.constexpr,
+) -> torch.Tensor:
+    peers = hl.peer_tensors(buffer, GROUP)
+    pads = hl.signal_pads(buffer, GROUP)
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        if RANK == 0:
+            peers[1][tile] = x[tile] + round_
+            hl.signal(pads[1], [0], round_, sem="release", scope="sys")
+            hl.wait(pads[0], [0], round_, sem="acquire", scope="sys")
+            out[tile] = peers[0][tile]
+        else:
+            hl.wait(pads[1], [0], round_, sem="acquire", scope="sys")
+            out[tile] = peers[1][tile]
+            peers[0][tile] = peers[1][tile] * 2
+            hl.signal(pads[0], [0], round_, sem="release", scope="sys")
+    return out
+
+
+def signal_wait_ordering(rank: int, world_size: int) -> list:
+    """hl.signal / hl.wait order memory: a value written before a release signal is seen by the
+    rank that acquires it, in every round of a ping-pong between rank 0 and rank 1."""
+    from helion_distributed import symm_mem
+
+    group = dist.group.WORLD
+    buffer = symm_mem.empty(16, dtype=torch.float32)
+    symm_mem.rendezvous(buffer, group)
+    seen = []
+    for round_ in range(1, 6):
+        x = torch.arange(16, dtype=torch.float32)
+        out = ping(x, buffer, round_, hl.ProcessGroupName(group.group_name), hl.constexpr(rank))
+        expected = (x + round_) * (2 if rank == 0 else 1)
+        seen.append(bool(torch.equal(out, expected)))
+    return seen
+
+
+def fail_on_rank_one(rank: int, world_size: int) -> None:
+    if rank == 1:
+        raise ValueError("boom")

@@ -1,0 +1,146 @@
+"""The distributed suite: helion-distributed's kernels, examples and language ops on N CPU rank
+processes (gloo, shared-memory symmetric memory), checked against torch.distributed.
+
+Every example of examples/distributed runs at world sizes 2 and 3 (a non-power-of-two world) on
+the default backend (Triton's interpreter on CPU when helion-triton is installed), at world sizes
+2, 3 and 4 on the ref backend (4: the 2-D matmul on a 2 x 2 mesh) and at 2 in eager mode. One set of rank
+processes serves all the examples of one configuration, so the suite stays within a few minutes
+on two cores. Every run is bounded: a hung rank fails its test instead of hanging CI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("helion_distributed")
+
+from helion_distributed.testing import RankFailure
+from helion_distributed.testing import run_ranks
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))  # the rank processes import distributed_ranks by name
+
+import distributed_ranks  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(600)]
+
+HAS_TRITON = (
+    importlib.util.find_spec("helion_triton") is not None
+    and importlib.util.find_spec("triton") is not None
+)
+DEFAULT_BACKEND = "triton" if HAS_TRITON else "ref"
+# waits give up after this long, so a broken protocol fails fast instead of at the run timeout
+QUIET = {"PYTHONWARNINGS": "ignore", "HELION_DIST_TIMEOUT": "60"}
+RUN_TIMEOUT = 300.0
+
+_CONFIGS = {
+    # name: (world size, environment)
+    "default-2": (2, {"HELION_BACKEND": DEFAULT_BACKEND}),
+    "default-3": (3, {"HELION_BACKEND": DEFAULT_BACKEND}),
+    "ref-2": (2, {"HELION_BACKEND": "ref"}),
+    "ref-3": (3, {"HELION_BACKEND": "ref"}),
+    "ref-4": (4, {"HELION_BACKEND": "ref"}),  # the 2-D matmul on a 2 x 2 mesh
+    "eager-2": (2, {"HELION_INTERPRET": "1"}),
+}
+_cache: dict[str, dict[str, str]] = {}
+
+
+def _examples_run(config: str) -> dict[str, str]:
+    if config not in _cache:
+        world_size, env = _CONFIGS[config]
+        (first, *rest) = run_ranks(
+            distributed_ranks.run_examples,
+            world_size,
+            (distributed_ranks.EXAMPLES,),
+            timeout=RUN_TIMEOUT,
+            env={**QUIET, **env},
+        )
+        merged = dict(first)
+        for other in rest:  # an example fails when it fails on any rank
+            for name, outcome in other.items():
+                if not name.endswith(":seconds") and outcome != "ok":
+                    merged[name] = outcome
+        _cache[config] = merged
+    return _cache[config]
+
+
+@pytest.mark.parametrize("config", list(_CONFIGS))
+@pytest.mark.parametrize("example", distributed_ranks.EXAMPLES)
+def test_example(config: str, example: str) -> None:
+    results = _examples_run(config)
+    assert results[example] == "ok", f"{example} on {config}:\n{results[example]}"
+
+
+def test_symm_mem_handle_on_cpu_ranks() -> None:
+    world_size = 3
+    results = run_ranks(distributed_ranks.symm_mem_handle, world_size, timeout=120, env=QUIET)
+    for rank, result in enumerate(results):
+        assert result["rank"] == rank and result["world_size"] == world_size
+        assert result["sums"] == [35.0 * (r + 1) for r in range(world_size)]
+        assert result["received"] == 100.0 + (rank - 1) % world_size  # written by the previous rank
+        assert result["next_rank_buffer"] == float((rank + 1) % world_size + 1)
+        assert result["offset_view"] == float(rank + 1)
+        assert result["pads_zero"], "the signal pads must be all zeros after the handshakes"
+        assert result["ptrs"] and result["buffer_size"] == 35 * 4
+        assert len(result["pads"]) == world_size
+
+
+@pytest.mark.parametrize(
+    ("backend", "world_size", "size"), [("ref", 3, 400_000), (DEFAULT_BACKEND, 2, 20_000)]
+)
+def test_a_rank_that_dies_makes_the_others_time_out(
+    backend: str, world_size: int, size: int
+) -> None:
+    start = time.monotonic()
+    outcomes = run_ranks(
+        distributed_ranks.die_mid_run,
+        world_size,
+        (size,),
+        timeout=180,
+        env={"PYTHONWARNINGS": "ignore", "HELION_DIST_TIMEOUT": "3", "HELION_BACKEND": backend},
+        raise_on_failure=False,
+    )
+    elapsed = time.monotonic() - start
+    dead = world_size - 1
+    assert outcomes[dead].status == "died" and outcomes[dead].exitcode == 7
+    for outcome in outcomes[:dead]:
+        assert outcome.status == "ok", outcome.error + outcome.traceback
+        kind, text, missing, seconds = outcome.value
+        assert kind == "timeout", f"rank {outcome.rank} did not notice the dead rank: {text}"
+        assert missing == [dead]
+        assert f"rank {dead}" in text and "timed out" in text
+        assert seconds < 120
+    assert elapsed < 170
+
+
+def test_lockstep_autotuning_picks_one_winner() -> None:
+    for world_size in (2, 3):
+        results = run_ranks(
+            distributed_ranks.lockstep_autotune,
+            world_size,
+            timeout=RUN_TIMEOUT,
+            env={**QUIET, "HELION_BACKEND": "ref"},
+        )
+        assert len(set(results)) == 1, f"the ranks picked different configs: {results}"
+
+
+def test_signal_wait_ordering() -> None:
+    for backend in sorted({"ref", DEFAULT_BACKEND}):
+        results = run_ranks(
+            distributed_ranks.signal_wait_ordering,
+            2,
+            timeout=RUN_TIMEOUT,
+            env={**QUIET, "HELION_BACKEND": backend},
+        )
+        assert results == [[True] * 5, [True] * 5], f"{backend}: {results}"
+
+
+def test_a_failing_rank_is_reported() -> None:
+    with pytest.raises(RankFailure, match="rank 1: raised ValueError: boom"):
+        run_ranks(distributed_ranks.fail_on_rank_one, 2, timeout=60, env=QUIET)
