@@ -1,7 +1,8 @@
-"""helion-cute: the CuTe DSL (CUTLASS) backend of Helion (code generation not implemented yet).
+"""helion-cute: the CuTe DSL (CUTLASS Python) backend of Helion.
 
 The backend is registered through the ``helion.plugins`` entry point, which names
-:mod:`helion_cute.plugin`; importing this package imports no toolkit.
+:mod:`helion_cute.plugin`; importing this package imports no toolkit (the DSL is imported at the
+first compile).
 """
 
 from __future__ import annotations

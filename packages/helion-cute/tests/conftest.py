@@ -1,0 +1,22 @@
+"""Shared setup of helion-cute's tests: a private cache dir for generated and compiled kernels."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# cute_kernels.py sits next to the tests; importlib import mode does not put this folder on sys.path
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("helion-cute-cache")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # only while a cute test runs, so other packages' tests see their own setting
+    monkeypatch.setenv("HELION_CACHE_DIR", str(cache_dir))
