@@ -14,7 +14,7 @@ PACKAGE_PYPROJECTS := $(foreach p,$(PACKAGES),packages/$(p)/pyproject.toml)
 STAMP := .helion-installed
 PIP := python -m pip install --quiet
 
-.PHONY: venv venv-core test test-packages test-isolated demo lint format clean
+.PHONY: venv venv-core test test-packages test-isolated test-plugins-isolated demo lint format clean
 
 venv: $(VENV)/$(STAMP)
 
@@ -35,7 +35,24 @@ $(CORE_VENV)/$(STAMP): packages/helion-core/pyproject.toml Makefile
 	$(CORE_VENV)/bin/$(PIP) $(TEST_DEPS) ./packages/helion-core
 	touch $@
 
-test: test-packages test-isolated
+test: test-packages test-isolated test-plugins-isolated
+
+# Each plugin package alone: torch, helion-core and that package (real installs, their declared
+# dependencies resolved by pip) and the test tools; its own tests must pass there.
+PLUGINS := helion-triton helion-pallas helion-cute helion-distributed
+
+.venv-%/$(STAMP): packages/%/pyproject.toml packages/helion-core/pyproject.toml Makefile
+	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/$(PIP) $(TORCH)
+	.venv-$*/bin/$(PIP) $(TEST_DEPS) hatchling ./packages/helion-core
+	.venv-$*/bin/$(PIP) --no-build-isolation ./packages/$*
+	touch $@
+
+test-plugins-isolated: $(foreach p,$(PLUGINS),test-isolated-$(p))
+
+test-isolated-%: .venv-%/$(STAMP)
+	.venv-$*/bin/$(PIP) --no-deps --force-reinstall --no-build-isolation ./packages/helion-core ./packages/$*
+	.venv-$*/bin/python -m pytest packages/$*/tests
 
 # pytest exits non-zero on any failure, and with 5 when it collected no test: both fail make.
 test-packages: venv
@@ -61,5 +78,5 @@ format: venv
 	$(VENV)/bin/python -m ruff format .
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) .pytest_cache .hypothesis build dist
+	rm -rf $(VENV) $(CORE_VENV) $(foreach p,$(PLUGINS),.venv-$(p)) .pytest_cache .hypothesis build dist
 	find . -name __pycache__ -type d -prune -not -path './.venv*' -exec rm -rf {} +

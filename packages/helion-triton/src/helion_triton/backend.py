@@ -1,0 +1,151 @@
+"""The ``triton`` backend: Kernel IR + Config -> a ``@triton.jit`` kernel and its launcher.
+
+CUDA tensors get compiled kernels; CPU tensors run the same generated kernel through the Triton
+interpreter (``TRITON_INTERPRET=1`` makes Triton interpret everything, and is honoured too).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Callable
+
+import torch
+
+from helion import exc
+from helion.backends.base import Backend
+
+if TYPE_CHECKING:
+    from helion.ir import KernelIR
+    from helion.runtime.config import Config
+    from helion_triton.codegen import GeneratedKernel
+    from helion_triton.launcher import TritonCompiledKernel
+    from helion_triton.target import TritonTarget
+
+
+class TritonBackend(Backend):
+    """Generates Triton kernels (see the module docstring)."""
+
+    name = "triton"
+    distribution = "helion-triton"
+    device_types = ("cuda", "cpu")
+    min_dot_size = 16
+
+    def __init__(self) -> None:
+        self._compiled: weakref.WeakKeyDictionary[Any, dict[Any, TritonCompiledKernel]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+        #: seconds spent generating source (IR -> text), per compile: read by benchmarks
+        self.codegen_seconds: list[float] = []
+
+    # -- availability ---------------------------------------------------------------------------
+
+    def is_available(self) -> tuple[bool, str]:
+        if importlib.util.find_spec("triton") is None:
+            return False, "triton is not installed (pip install 'triton>=3.5')"
+        try:
+            import triton
+            import triton.language  # noqa: F401
+        except Exception as error:  # a broken install must not break `helion backends`
+            return False, f"triton failed to import: {type(error).__name__}: {error}"
+        return True, ""
+
+    def cache_key(self) -> str:
+        from helion_triton.target import triton_version
+
+        return f"{self.name}-{self.version()}-triton-{triton_version()}"
+
+    # -- checks and search space ------------------------------------------------------------------
+
+    def check(self, ir: KernelIR) -> None:
+        from helion_triton.lowerings import lowering_table
+
+        table = lowering_table()
+        missing = [node for node in ir.walk() if not node.op.structural and node.op not in table]
+        if missing:
+            names = sorted({node.op.name for node in missing})
+            node = missing[0]
+            hint = None
+            if len(names) > 1:
+                hint = f"the kernel also uses {', '.join(n for n in names if n != node.op.name)}, which lack Triton lowerings"
+            elif node.op.provider != "helion-core":
+                hint = f"{node.op.name} comes from {node.op.provider}, which has no lowering for 'triton'"
+            raise exc.BackendUnsupported(node.op.name, self.name, loc=node.loc, hint=hint)
+
+    def tunables(self, ir: KernelIR, spec: Any, device: torch.device) -> None:
+        from helion_triton.analysis import analyze
+        from helion_triton.target import target_for
+        from helion_triton.tunables import adjust_spec
+
+        adjust_spec(ir, spec, target_for(device), analyze(ir))
+
+    def seed_configs(self, ir: KernelIR, spec: Any, device: torch.device) -> list[Config]:
+        from helion_triton.analysis import analyze
+        from helion_triton.target import target_for
+        from helion_triton.tunables import seed_configs
+
+        return seed_configs(ir, spec, target_for(device), analyze(ir))
+
+    # -- code generation -----------------------------------------------------------------------------
+
+    def generate(
+        self, ir: KernelIR, config: Config, target: TritonTarget | None = None
+    ) -> GeneratedKernel:
+        """Generate (without loading) the Triton source of ``ir`` under ``config``."""
+        from helion_triton.analysis import analyze
+        from helion_triton.codegen import KernelCodegen
+        from helion_triton.lowerings import lowering_table
+        from helion_triton.target import target_for
+        from helion_triton.tunables import TritonOptions
+
+        if target is None:
+            target = target_for(_device_of(ir))
+        options = TritonOptions.from_config(config, ir, target)
+        codegen = KernelCodegen(
+            ir, options, target, analyze(ir), lowering_table(), getattr(ir, "settings", None)
+        )
+        return codegen.generate(config_repr=repr(config))
+
+    def compile(self, ir: KernelIR, config: Config) -> TritonCompiledKernel:
+        """Generate, load and return the kernel; cached per (IR, config)."""
+        per_ir = self._compiled.get(ir)
+        if per_ir is not None:
+            compiled = per_ir.get(config)
+            if compiled is not None:
+                return compiled
+        from helion_triton.launcher import TritonCompiledKernel
+        from helion_triton.target import target_for
+
+        target = target_for(_device_of(ir))
+        start = time.perf_counter()
+        generated = self.generate(ir, config, target)
+        self.codegen_seconds.append(time.perf_counter() - start)
+        compiled = TritonCompiledKernel(generated, target, ir.name)
+        with self._lock:
+            self._compiled.setdefault(ir, {})[config] = compiled
+        return compiled
+
+    def benchmark(
+        self,
+        fn: Callable[[], object],
+        *,
+        device: torch.device | str,
+        repeat: int | None = None,
+    ) -> float:
+        device = torch.device(device)
+        if device.type != "cuda" or repeat is not None:
+            return super().benchmark(fn, device=device, repeat=repeat)
+        import triton.testing
+
+        return float(triton.testing.do_bench(fn, warmup=5, rep=20, return_mode="median"))
+
+
+def _device_of(ir: KernelIR) -> torch.device:
+    for arg in ir.tensor_args:
+        return torch.device(arg.device)
+    return torch.device("cpu")

@@ -1,0 +1,927 @@
+"""Kernel IR + Config -> the source of one ``@triton.jit`` kernel and its host launcher.
+
+The generator walks the IR once per config. Every IR value becomes one Python variable of the
+Triton kernel whose dtype is exactly the value's IR dtype (casts are explicit), and whose shape
+is the IR shape with each dimension replaced by its Triton extent: the block size of a tile, the
+next power of two of a constant or of a persistent reduction dimension, the chunk of a looped one.
+Lanes past the logical extent ("padded lanes") may hold anything: every consumer that could see
+them (reductions, scans, dots, stores, atomics) applies the dimension's mask.
+
+Structure: top-level ``grid_loop`` nodes become program ids (``pid_type`` flat / xyz / persistent),
+``tile_loop`` nodes become ``tl.range`` loops with loop-carried variables, ``if`` nodes become
+scalar ``if`` statements, and reduction dimensions configured as looped become ``for`` loops over
+chunks that recompute the values they need. Every other op is lowered by its rule in
+:data:`helion_triton.lowerings.TRITON_LOWERINGS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import keyword
+import math
+import re
+from typing import Any
+from typing import Callable
+from typing import Iterator
+
+import sympy
+import torch
+
+from helion import exc
+from helion.ir.core import Block
+from helion.ir.core import KernelIR
+from helion.ir.core import Node
+from helion.ir.core import ScalarArg
+from helion.ir.core import TensorType
+from helion.ir.core import TileType
+from helion.ir.core import Value
+from helion.language import _ops as ops
+from helion_triton import looped
+from helion_triton import mathlib
+from helion_triton.analysis import KernelAnalysis
+from helion_triton.target import TritonTarget
+from helion_triton.tunables import MAX_STATIC_RANGE_ITERATIONS
+from helion_triton.tunables import TritonOptions
+
+BACKEND = "triton"
+
+TL_DTYPES: dict[torch.dtype, str] = {
+    torch.float32: "tl.float32",
+    torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16",
+    torch.float64: "tl.float64",
+    torch.int8: "tl.int8",
+    torch.int16: "tl.int16",
+    torch.int32: "tl.int32",
+    torch.int64: "tl.int64",
+    torch.uint8: "tl.uint8",
+    torch.bool: "tl.int1",
+    torch.float8_e4m3fn: "tl.float8e4nv",
+    torch.float8_e5m2: "tl.float8e5",
+}
+for _name in ("uint16", "uint32", "uint64"):
+    if hasattr(torch, _name):
+        TL_DTYPES[getattr(torch, _name)] = f"tl.{_name}"
+
+# names the generated module binds itself
+RESERVED = {
+    "tl",
+    "triton",
+    "torch",
+    "libdevice",
+    "math",
+    "float",
+    "int",
+    "range",
+    "min",
+    "max",
+    "len",
+    "pass",
+}
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def literal(value: Any) -> str:
+    """Python source of a constant operand."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else 'float("-inf")'
+        return repr(value)
+    if isinstance(value, sympy.Integer):
+        return str(int(value))
+    if isinstance(value, str):
+        return repr(value)
+    raise TypeError(f"no Triton literal for {value!r}")
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"\W", "_", text) or "v"
+    if name[0].isdigit():
+        name = f"v_{name}"
+    if keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+def _strip_parens(expr: str) -> str:
+    """``(a + b)`` -> ``a + b`` when the outer parentheses enclose the whole expression."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for position, char in enumerate(expr):
+        depth += char == "("
+        depth -= char == ")"
+        if depth == 0 and position != len(expr) - 1:
+            return expr
+    return expr[1:-1]
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CALL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+def atom(expr: str) -> str:
+    """``expr`` parenthesized unless it already binds tighter than a method call."""
+    if _IDENTIFIER.match(expr):
+        return expr
+    depth = 0
+    for position, char in enumerate(expr):
+        if char in "([":
+            if (
+                depth == 0
+                and position
+                and not _CALL.match(expr[:position])
+                and expr[position - 1] != "]"
+            ):
+                return f"({expr})"
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif depth == 0 and not (char.isalnum() or char in "_."):
+            return f"({expr})"
+    return expr
+
+
+@dataclasses.dataclass
+class TileVars:
+    """The variables that describe the tile of one block dimension inside its loop."""
+
+    block_id: int
+    offset: str | None  # first index of the tile (a scalar)
+    index: str | None  # the tile's indices (1-D, Triton extent lanes)
+    mask: str | None  # lanes inside the loop bounds, None when all are
+    begin: str
+    end: str
+    step: str  # the block size as an expression
+    is_grid: bool
+    offset_dtype: torch.dtype | None = None
+    index_dtype: torch.dtype | None = None
+
+
+@dataclasses.dataclass
+class RdimVars:
+    """Indices of a reduction dimension: the whole dimension, or the current chunk of a looped one."""
+
+    index: str
+    mask: str | None
+    offset: str
+
+
+@dataclasses.dataclass
+class FlatLayout:
+    """Inside a flattened loop: values of the loop's shape are 1-D of ``size`` lanes."""
+
+    shape: tuple
+    size: str
+    mask: str | None
+
+
+@dataclasses.dataclass
+class GeneratedKernel:
+    source: str
+    kernel_name: str
+    launcher_name: str
+    uses_tensor_descriptors: bool
+    uses_barrier: bool
+
+
+class Names:
+    """Fresh Python identifiers: ``load``, ``load_1``, ``load_2``, ..."""
+
+    def __init__(self, reserved: set[str]) -> None:
+        self.used = set(reserved)
+        self.counters: dict[str, int] = {}
+
+    def fresh(self, base: str) -> str:
+        base = _identifier(base)
+        if base not in self.used:
+            self.used.add(base)
+            return base
+        count = self.counters.get(base, 0)
+        while True:
+            count += 1
+            candidate = f"{base}_{count}"
+            if candidate not in self.used:
+                break
+        self.counters[base] = count
+        self.used.add(candidate)
+        return candidate
+
+
+class KernelCodegen:
+    """Generates the Triton module of one (IR, config). Lowering rules receive this object as
+    their ``ctx`` and use the methods in the "for lowering rules" section."""
+
+    def __init__(
+        self,
+        ir: KernelIR,
+        options: TritonOptions,
+        target: TritonTarget,
+        analysis: KernelAnalysis,
+        lowerings: dict[ops.Op, Callable],
+        settings: Any = None,
+    ) -> None:
+        self.ir = ir
+        self.options = options
+        self.target = target
+        self.analysis = analysis
+        self.lowerings = lowerings
+        self.settings = settings
+        self.names = Names(RESERVED)
+        self.lines: list[str] = []
+        self.prologue: list[str] = []
+        self.depth = 1
+        self.exprs: dict[int, str] = {}
+        self.tiles_by_block: dict[int, TileVars] = {}
+        self.tiles_by_value: dict[int, TileVars] = {}
+        self.rdims: dict[int, RdimVars] = {}
+        self.flat: FlatLayout | None = None
+        self.helpers: dict[str, str] = {}
+        self.uses_libdevice = False
+        self.descriptors: dict[tuple, str] = {}
+        self.const_masks: dict[int, str] = {}
+        self.used_constexprs: set[str] = set()
+        self.scalar_by_value: dict[int, ScalarArg] = {s.value.id: s for s in ir.scalar_args}
+        self.tensor_names: dict[int, str] = {}
+        self.extra_params: list[str] = []
+        self.scalar_param_names: dict[int, str] = {}
+        self.barrier_param: str | None = None
+        self.node: Node | None = None
+        # values whose padded lanes hold 0 (masked loads read 0 there)
+        self.zero_lanes: set[int] = set()
+        self.index_dtype = ir.index_dtype
+        self._dim_cache: dict[Any, str] = {}
+        self._resolve_blocks()
+
+    # ------------------------------------------------------------------------------------------
+    # block sizes
+
+    def _resolve_blocks(self) -> None:
+        self.block_value: dict[int, int] = {}  # Triton extent of each block dimension
+        self.real_block: dict[int, int] = {}  # the step between tiles (tile / fixed / grid)
+        self.looped: dict[int, int] = {}  # looped reduction dims: block id -> chunk
+        for info in self.ir.block_sizes:
+            if info.kind == "tile":
+                if info.config_index is None or info.config_index >= len(self.options.block_sizes):
+                    raise exc.InvalidConfig(
+                        f"config has no block size for tile dimension {info.block_id}"
+                    )
+                size = int(self.options.block_sizes[info.config_index])
+                if size & (size - 1):
+                    raise exc.InvalidConfig(
+                        f"block size {size} of dimension {info.block_id} is not a power of two"
+                    )
+                self.real_block[info.block_id] = size
+                self.block_value[info.block_id] = size
+            elif info.kind in ("fixed", "grid"):
+                size = int(info.fixed_value or 1)
+                self.real_block[info.block_id] = size
+                self.block_value[info.block_id] = next_power_of_2(size)
+            else:
+                chunk = TritonOptions.item(self.options.reduction_loops, info.config_index, None)
+                if (
+                    chunk is not None
+                    and int(chunk) < info.size_hint
+                    and info.block_id not in self.analysis.rdim_infeasible
+                ):
+                    self.looped[info.block_id] = int(chunk)
+                    self.block_value[info.block_id] = int(chunk)
+                else:
+                    self.block_value[info.block_id] = next_power_of_2(info.size_hint)
+
+    # ------------------------------------------------------------------------------------------
+    # output
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def emit_prologue(self, line: str) -> None:
+        self.prologue.append("    " + line)
+
+    @contextlib.contextmanager
+    def indented(self) -> Iterator[None]:
+        self.depth += 1
+        start = len(self.lines)
+        try:
+            yield
+        finally:
+            if len(self.lines) == start:
+                self.emit("pass")
+            self.depth -= 1
+
+    def fresh(self, base: str) -> str:
+        return self.names.fresh(base)
+
+    def assign(self, expr: str, hint: str = "v") -> str:
+        """Bind ``expr`` to a fresh variable (or return it when it already is one)."""
+        if _IDENTIFIER.match(expr) and expr not in ("True", "False", "None"):
+            return expr
+        name = self.fresh(hint)
+        self.emit(f"{name} = {expr}")
+        return name
+
+    # ------------------------------------------------------------------------------------------
+    # for lowering rules: operands, dtypes, shapes, masks
+
+    def unsupported(self, what: str, node: Node | None = None) -> exc.BackendUnsupported:
+        node = node or self.node
+        return exc.BackendUnsupported(what, BACKEND, loc=node.loc if node is not None else None)
+
+    def tl(self, dtype: torch.dtype) -> str:
+        try:
+            return TL_DTYPES[dtype]
+        except KeyError:
+            raise self.unsupported(f"dtype {dtype}") from None
+
+    def expr(self, operand: Any) -> str:
+        """The expression of an input: a value's variable, or a literal."""
+        if isinstance(operand, Value):
+            if isinstance(operand.type, TileType):
+                tile = self.tile_vars(operand)
+                return self.tile_index(tile)
+            try:
+                return self.exprs[operand.id]
+            except KeyError:
+                raise exc.InternalError(
+                    f"triton codegen: {operand!r} used before it is defined"
+                ) from None
+        if isinstance(operand, sympy.Expr) and not operand.is_Integer:
+            return self.symbol_value(operand)
+        if operand is None:
+            return "None"
+        return literal(operand)
+
+    def symbol_value(self, expr: sympy.Expr) -> str:
+        substitutions = {}
+        for symbol in expr.free_symbols:
+            info = self.analysis.block_of_symbol[symbol]  # type: ignore[index]
+            if info.kind == "reduction":
+                substitutions[symbol] = info.size_hint
+            else:
+                substitutions[symbol] = self.real_block[info.block_id]
+        return str(int(expr.subs(substitutions)))
+
+    def dtype_of(self, operand: Any) -> torch.dtype | None:
+        if isinstance(operand, Value) and isinstance(operand.type, TensorType):
+            return operand.type.dtype
+        return None
+
+    def cast(self, expr: str, to: torch.dtype, frm: torch.dtype | None) -> str:
+        if frm == to:
+            return expr
+        if to == torch.bool:
+            return f"({expr} != 0)"
+        return f"{atom(expr)}.to({self.tl(to)})"
+
+    def operand(self, operand: Any, dtype: torch.dtype) -> str:
+        """An input converted to ``dtype`` (python scalars stay weakly typed literals)."""
+        if isinstance(operand, Value):
+            return self.cast(self.expr(operand), dtype, self.dtype_of(operand))
+        if operand is None:
+            return "None"
+        if isinstance(operand, sympy.Expr) and not operand.is_Integer:
+            return self.symbol_value(operand)
+        if dtype == torch.bool:
+            return literal(bool(operand))
+        if not dtype.is_floating_point and isinstance(operand, float) and operand.is_integer():
+            return literal(int(operand))
+        return literal(operand)
+
+    def typed_constant(self, value: Any, dtype: torch.dtype) -> str:
+        if dtype == torch.bool:
+            value = bool(value)
+        elif not dtype.is_floating_point and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return f"tl.full([], {literal(value)}, {self.tl(dtype)})"
+
+    def extent(self, dim: Any) -> int:
+        """The Triton extent (a power of two) of a shape entry."""
+        if isinstance(dim, int) or (isinstance(dim, sympy.Expr) and dim.is_Integer):
+            return next_power_of_2(int(dim))
+        if dim.is_Symbol:
+            return self.block_value[self.analysis.block_of_symbol[dim].block_id]
+        values = {
+            s: self.block_value[self.analysis.block_of_symbol[s].block_id] for s in dim.free_symbols
+        }
+        value = int(dim.subs(values))
+        if value & (value - 1):
+            raise self.unsupported(f"a dimension of {value} lanes ({dim}), not a power of two")
+        return value
+
+    def dim_str(self, dim: Any) -> str:
+        """A shape entry in Triton source (a constexpr name or a number)."""
+        cached = self._dim_cache.get(dim)
+        if cached is not None:
+            self._note_constexprs(dim)
+            return cached
+        if isinstance(dim, int) or dim.is_Integer:
+            text = str(next_power_of_2(int(dim)))
+        elif dim.is_Symbol:
+            info = self.analysis.block_of_symbol[dim]
+            text = "1" if info.kind == "grid" else dim.name
+        else:
+            self.extent(dim)  # checks it is a power of two
+            for symbol in dim.free_symbols:
+                if self.is_padded(symbol):
+                    raise self.unsupported(f"merging the padded dimension {symbol} into {dim}")
+            grid = {
+                s: 1 for s in dim.free_symbols if self.analysis.block_of_symbol[s].kind == "grid"
+            }
+            text = " * ".join(str(f) for f in sympy.Mul.make_args(dim.subs(grid)))
+        self._dim_cache[dim] = text
+        self._note_constexprs(dim)
+        return text
+
+    def _note_constexprs(self, dim: Any) -> None:
+        if isinstance(dim, sympy.Expr):
+            for symbol in dim.free_symbols:
+                if self.analysis.block_of_symbol[symbol].kind != "grid":
+                    self.used_constexprs.add(symbol.name)
+
+    def shape(self, dims: Any) -> str:
+        """A shape list in Triton source, e.g. ``[_BLOCK_SIZE_0, 16]``."""
+        dims = tuple(dims)
+        if self.flat is not None and dims == self.flat.shape:
+            return f"[{self.flat.size}]"
+        return "[" + ", ".join(self.dim_str(d) for d in dims) + "]"
+
+    def is_padded(self, dim: Any) -> bool:
+        """Whether the Triton extent of ``dim`` exceeds its logical extent somewhere."""
+        if isinstance(dim, int) or dim.is_Integer:
+            n = int(dim)
+            return n != next_power_of_2(n)
+        if not dim.is_Symbol:
+            return any(self.is_padded(s) for s in dim.free_symbols)
+        info = self.analysis.block_of_symbol[dim]
+        if info.kind == "reduction":
+            extent = self.block_value[info.block_id]
+            return info.size_hint % extent != 0
+        if info.kind == "grid":
+            return False
+        return self.block_value[info.block_id] != self.real_block[info.block_id]
+
+    def dim_mask(self, dim: Any) -> str | None:
+        """The 1-D mask of a shape entry's valid lanes, or None when every lane is valid."""
+        if isinstance(dim, int) or dim.is_Integer:
+            n = int(dim)
+            if n == next_power_of_2(n):
+                return None
+            if n not in self.const_masks:
+                name = self.fresh(f"mask_c{n}")
+                self.emit_prologue(f"{name} = tl.arange(0, {next_power_of_2(n)}) < {n}")
+                self.const_masks[n] = name
+            return self.const_masks[n]
+        if dim.is_Symbol:
+            info = self.analysis.block_of_symbol[dim]
+            if info.kind == "reduction":
+                rdim = self.rdims.get(info.block_id)
+                return rdim.mask if rdim else None
+            if info.kind == "grid":
+                return None
+            tile = self.tiles_by_block.get(info.block_id)
+            return tile.mask if tile else None
+        for symbol in dim.free_symbols:
+            if self.dim_mask(symbol) is not None:
+                raise self.unsupported(
+                    f"masking the merged dimension {dim} (its tiles are partial)"
+                )
+        return None
+
+    def is_flat(self, shape: Any) -> bool:
+        return self.flat is not None and tuple(shape) == self.flat.shape
+
+    def place(self, expr: str, position: int, shape: Any) -> str:
+        """A 1-D expression broadcast to dimension ``position`` of a value of ``shape``."""
+        rank = len(shape)
+        if rank <= 1 or self.is_flat(shape):
+            return expr
+        items = ", ".join(":" if i == position else "None" for i in range(rank))
+        return f"{expr}[{items}]"
+
+    def mask_for(self, shape: Any, positions: Any = None) -> str | None:
+        """The AND of the masks of ``shape``'s dimensions at ``positions`` (default: all)."""
+        shape = tuple(shape)
+        parts: list[str] = []
+        for position in range(len(shape)) if positions is None else positions:
+            mask = self.dim_mask(shape[position])
+            if mask is not None:
+                placed = self.place(mask, position, shape)
+                if placed not in parts:
+                    parts.append(placed)
+        return " & ".join(parts) if parts else None
+
+    def tile_vars(self, tile: Value) -> TileVars:
+        try:
+            return self.tiles_by_value[tile.id]
+        except KeyError:
+            raise exc.InternalError(
+                f"triton codegen: tile {tile!r} used outside its loop"
+            ) from None
+
+    def tile_index(self, tile: TileVars) -> str:
+        if tile.index is not None:
+            return tile.index
+        return f"({tile.offset} + tl.arange(0, 1))"
+
+    def rdim_vars(self, symbol: sympy.Symbol) -> RdimVars:
+        info = self.analysis.block_of_symbol[symbol]
+        rdim = self.rdims.get(info.block_id)
+        if rdim is None:
+            raise exc.InternalError(
+                f"triton codegen: reduction dimension {symbol} has no indices here"
+            )
+        return rdim
+
+    def math(self, name: str, *args: str) -> str:
+        """A math function missing from ``tl``: libdevice on the GPU, a helper in the interpreter."""
+        if self.target.interpret:
+            for helper in mathlib.helper_closure(name):
+                if helper not in self.helpers:
+                    self.helpers[helper] = mathlib.HELPERS[helper][1].strip()
+            return f"_helion_{name}({', '.join(args)})"
+        self.uses_libdevice = True
+        return f"libdevice.{mathlib.LIBDEVICE[name]}({', '.join(args)})"
+
+    def helper(self, name: str, source: str) -> str:
+        """Add a module-level function (e.g. a combine function for tl.reduce) once."""
+        self.helpers.setdefault(name, source.strip())
+        return name
+
+    def tensor_param(self, index: int) -> str:
+        return self.tensor_names[index]
+
+    def descriptor(self, key: tuple, make: Callable[[str], str], hint: str) -> str:
+        """A tensor descriptor created once at the start of the kernel."""
+        name = self.descriptors.get(key)
+        if name is None:
+            name = self.fresh(hint)
+            self.emit_prologue(f"{name} = {make(name)}")
+            self.descriptors[key] = name
+        return name
+
+    def bound(self, bound: Any) -> str:
+        """A loop bound in kernel code, in the index dtype."""
+        if isinstance(bound, Value):
+            return self.operand(bound, self.index_dtype)
+        return self.expr(bound)
+
+    # ------------------------------------------------------------------------------------------
+    # nodes and blocks
+
+    def emit_block(self, block: Block) -> None:
+        skip, starts = looped.plan(self, block)
+        for node in block.nodes:
+            group = starts.get(id(node))
+            if group is not None:
+                looped.emit_group(self, group, block)
+            elif id(node) not in skip:
+                self.emit_node(node)
+
+    def emit_node(self, node: Node) -> None:
+        op = node.op
+        if op is ops.tile_loop:
+            self._emit_tile_loop(node)
+            return
+        if op is ops.if_:
+            self._emit_if(node)
+            return
+        if op is ops.grid_loop:
+            raise self.unsupported("a grid loop nested inside device code", node)
+        rule = self.lowerings.get(op)
+        if rule is None:
+            raise self.unsupported(op.name, node)
+        previous, self.node = self.node, node
+        try:
+            result = rule(self, node)
+        except exc.BaseError:
+            raise
+        except Exception as error:
+            raise exc.InternalError(
+                f"the triton lowering of {op.name} failed: {type(error).__name__}: {error}",
+                loc=node.loc,
+            ) from error
+        finally:
+            self.node = previous
+        self._bind(node, result)
+
+    def _bind(self, node: Node, result: Any) -> None:
+        if not node.outputs:
+            if result:
+                self.emit(result)
+            return
+        if result is None:
+            raise exc.InternalError(
+                f"the triton lowering of {node.op.name} produced no value", loc=node.loc
+            )
+        out = node.outputs[0]
+        self.exprs[out.id] = self.assign(_strip_parens(result), out.name_hint)
+        if node.op.memory == "load" or (
+            node.op is ops.cast
+            and node.inputs
+            and node.inputs[0].__class__ is Value
+            and node.inputs[0].id in self.zero_lanes
+        ):
+            self.zero_lanes.add(out.id)
+
+    # ------------------------------------------------------------------------------------------
+    # inner loops and branches
+
+    def _emit_tile_loop(self, node: Node) -> None:
+        loop = self.analysis.loop_of_node[id(node)]
+        index = self.analysis.inner_loop_index.get(loop.loop_id)
+        block_ids = list(node.attrs["block_ids"])
+        body = node.regions[0]
+        n_tiles = len(block_ids)
+        carried = []
+        for init, arg in zip(node.inputs, body.args[n_tiles:], strict=False):
+            name = self.fresh(arg.name_hint)
+            self.emit(f"{name} = {self.expr(init)}")
+            carried.append(name)
+            self.exprs[arg.id] = name
+        order = self.options.loop_order(
+            self.analysis.multi_dim_loop_index.get(loop.loop_id), n_tiles
+        )
+        kwargs = TritonOptions.item(self.options.range_options, index, {})
+        static = TritonOptions.item(
+            self.options.static_ranges, index, False
+        ) and self._short_static(node)
+        depth = self.depth
+        saved = self._push_tiles()
+        for position, dim in enumerate(reversed(order)):
+            block_id = block_ids[dim]
+            begin = self.bound(node.attrs["begins"][dim])
+            end = self.bound(node.attrs["ends"][dim])
+            if not _IDENTIFIER.match(begin) and not begin.lstrip("-").isdigit():
+                begin = self.assign(begin, f"begin_{block_id}")
+            if not _IDENTIFIER.match(end) and not end.lstrip("-").isdigit():
+                end = self.assign(end, f"end_{block_id}")
+            step = self._step_str(block_id, node.attrs["is_grid"])
+            offset = self.fresh(f"offset_{block_id}")
+            if static:
+                header = f"for {offset} in tl.static_range({begin}, {end}, {step}):"
+            else:
+                extra = (
+                    "".join(f", {k}={literal(v)}" for k, v in kwargs.items())
+                    if position == 0
+                    else ""
+                )
+                header = f"for {offset} in tl.range({begin}, {end}, {step}{extra}):"
+            self.emit(header)
+            self.depth += 1
+            offset_dtype = (
+                torch.int32
+                if all(
+                    isinstance(b, int) for b in (node.attrs["begins"][dim], node.attrs["ends"][dim])
+                )
+                else self.index_dtype
+            )
+            if offset_dtype != self.index_dtype:
+                # the loop variable is an int32 (a plain int in the interpreter): retype it once
+                offset = self.assign(
+                    f"tl.full([], {offset}, {self.tl(self.index_dtype)})", f"offset_{block_id}"
+                )
+                offset_dtype = self.index_dtype
+            tile = self._tile_from_offset(
+                block_id,
+                offset,
+                begin,
+                end,
+                node.attrs["is_grid"],
+                offset_dtype,
+                static_bounds=(node.attrs["begins"][dim], node.attrs["ends"][dim]),
+            )
+            self._bind_tile(body.args[dim], tile)
+        self.emit_block(body)
+        for name, result in zip(carried, body.yields, strict=False):
+            value = self.expr(result)
+            if value != name:
+                self.emit(f"{name} = {value}")
+        if not body.nodes and not carried:
+            self.emit("pass")
+        self.depth = depth
+        self._pop_tiles(saved)
+        for out, name in zip(node.outputs, carried, strict=False):
+            self.exprs[out.id] = name
+
+    def _short_static(self, node: Node) -> bool:
+        begins, ends = node.attrs["begins"], node.attrs["ends"]
+        if not all(isinstance(b, int) for b in (*begins, *ends)):
+            return False
+        iterations = 1
+        for block_id, begin, end in zip(node.attrs["block_ids"], begins, ends, strict=False):
+            step = 1 if node.attrs["is_grid"] else self.real_block[block_id]
+            iterations *= max(math.ceil((end - begin) / step), 0)
+        return iterations <= MAX_STATIC_RANGE_ITERATIONS
+
+    def _emit_if(self, node: Node) -> None:
+        cond = node.inputs[0]
+        cond_expr = self.expr(cond)
+        if self.dtype_of(cond) not in (torch.bool, None):
+            cond_expr = f"{cond_expr} != 0"
+        outputs = [self.fresh(out.name_hint) for out in node.outputs]
+        for keyword_, region in zip(("if", "else"), node.regions, strict=False):
+            self.emit(f"if {cond_expr}:" if keyword_ == "if" else "else:")
+            saved = dict(self.exprs)
+            with self.indented():
+                self.emit_block(region)
+                for name, result in zip(outputs, region.yields, strict=False):
+                    self.emit(f"{name} = {self.expr(result)}")
+            self.exprs = saved
+        for out, name in zip(node.outputs, outputs, strict=False):
+            self.exprs[out.id] = name
+
+    # ------------------------------------------------------------------------------------------
+    # tiles
+
+    def _step_str(self, block_id: int, is_grid: bool) -> str:
+        info = self.ir.block(block_id)
+        if is_grid or info.kind == "grid":
+            return "1"
+        if info.kind == "tile":
+            self.used_constexprs.add(info.symbol.name)
+            return info.symbol.name
+        return str(self.real_block[block_id])
+
+    def _tile_from_offset(
+        self,
+        block_id: int,
+        offset: str,
+        begin: str,
+        end: str,
+        is_grid: bool,
+        offset_dtype: torch.dtype | None,
+        static_bounds: tuple[Any, Any],
+    ) -> TileVars:
+        info = self.ir.block(block_id)
+        step = self._step_str(block_id, is_grid)
+        if is_grid or info.kind == "grid":
+            return TileVars(
+                block_id, offset, None, None, begin, end, "1", True, offset_dtype, offset_dtype
+            )
+        extent = self.block_value[block_id]
+        real = self.real_block[block_id]
+        extent_str = self.dim_str(info.symbol)
+        index = self.fresh(f"indices_{block_id}")
+        index_expr = f"{offset} + tl.arange(0, {extent_str})"
+        index_dtype = offset_dtype
+        if offset_dtype != self.index_dtype:
+            index_expr = f"({index_expr}).to({self.tl(self.index_dtype)})"
+            index_dtype = self.index_dtype
+        self.emit(f"{index} = {index_expr}")
+        parts = []
+        lo, hi = static_bounds
+        exact = isinstance(lo, int) and isinstance(hi, int) and (hi - lo) % real == 0
+        if not exact:
+            parts.append(f"({index} < {end})" if extent != real else f"{index} < {end}")
+        if extent != real:
+            parts.append(f"(tl.arange(0, {extent_str}) < {real})")
+        mask = None
+        if parts:
+            mask = self.fresh(f"mask_{block_id}")
+            self.emit(f"{mask} = {' & '.join(parts)}")
+        return TileVars(
+            block_id, offset, index, mask, begin, end, step, False, offset_dtype, index_dtype
+        )
+
+    def _push_tiles(self) -> tuple[dict, dict]:
+        return dict(self.tiles_by_block), dict(self.tiles_by_value)
+
+    def _pop_tiles(self, saved: tuple[dict, dict]) -> None:
+        self.tiles_by_block, self.tiles_by_value = saved
+
+    def _bind_tile(self, arg: Value, tile: TileVars) -> None:
+        self.tiles_by_block[tile.block_id] = tile
+        self.tiles_by_value[arg.id] = tile
+
+    # ------------------------------------------------------------------------------------------
+    # the kernel
+
+    def generate(self, config_repr: str = "") -> GeneratedKernel:
+        ir = self.ir
+        kernel_name = self.fresh(f"_helion_{ir.name}")
+        self.launcher_name = self.fresh(ir.name)
+        params: list[str] = []
+        for arg in ir.tensor_args:
+            name = self.fresh(arg.name)
+            self.tensor_names[arg.index] = name
+            params.append(name)
+        scalar_params = []
+        for scalar in ir.scalar_args:
+            name = self.fresh(scalar.name)
+            scalar_params.append((scalar, name))
+            params.append(name)
+        for scalar, name in scalar_params:
+            self.scalar_param_names[scalar.value.id] = name
+            var = self.fresh(f"{scalar.name}_value")
+            self.emit_prologue(f"{var} = tl.full([], {name}, {self.tl(scalar.dtype)})")
+            self.exprs[scalar.value.id] = var
+        for info in ir.reduction_blocks():
+            if info.block_id in self.looped:
+                continue
+            index = self.fresh(f"rindex_{info.block_id}")
+            self.emit_prologue(f"{index} = tl.arange(0, {info.symbol.name})")
+            mask = None
+            if info.size_hint != next_power_of_2(info.size_hint):
+                mask = self.fresh(f"rmask_{info.block_id}")
+                self.emit_prologue(f"{mask} = {index} < {info.size_hint}")
+            self.rdims[info.block_id] = RdimVars(index, mask, "0")
+            self.used_constexprs.add(info.symbol.name)
+
+        from helion_triton.dispatch import emit_dispatch
+
+        grid, barrier = emit_dispatch(self)
+        constexprs = []
+        constexpr_values = []
+        for info in ir.block_sizes:
+            if info.kind == "grid" or info.symbol.name not in self.used_constexprs:
+                continue
+            constexprs.append(f"{info.symbol.name}: tl.constexpr")
+            constexpr_values.append(f"{info.symbol.name}={self.block_value[info.block_id]}")
+        signature = ", ".join(params + self.extra_params + constexprs)
+        decorator = "@triton.jit"
+        if scalar_params:
+            names = ", ".join(repr(name) for _, name in scalar_params)
+            decorator = f"@triton.jit(do_not_specialize=[{names}])"
+
+        out: list[str] = [f"# generated by helion-triton for kernel {ir.name!r}"]
+        if config_repr:
+            out.append(f"# {config_repr}")
+        out += ["import torch", "import triton", "import triton.language as tl"]
+        if self.uses_libdevice:
+            out.append("from triton.language.extra import libdevice")
+        out.append("")
+        for source in self.helpers.values():
+            out += ["", source, ""]
+        out += ["", decorator, f"def {kernel_name}({signature}):"]
+        out += self.prologue
+        out += self.lines
+        if not self.prologue and not self.lines:
+            out.append("    pass")
+        launcher_name, launcher = self._launcher(
+            kernel_name, params, constexpr_values, grid, barrier
+        )
+        out += ["", "", *launcher]
+        return GeneratedKernel(
+            source="\n".join(out) + "\n",
+            kernel_name=kernel_name,
+            launcher_name=launcher_name,
+            uses_tensor_descriptors=bool(self.descriptors),
+            uses_barrier=barrier,
+        )
+
+    def _launcher(
+        self, kernel_name: str, params: list[str], constexprs: list[str], grid: str, barrier: bool
+    ) -> tuple[str, list[str]]:
+        ir = self.ir
+        launcher_name = self.launcher_name
+        host_names: dict[int, str] = {}
+        for arg in ir.tensor_args:
+            host_names[arg.index] = self.tensor_names[arg.index]
+        for scalar, name in zip(ir.scalar_args, params[len(ir.tensor_args) :], strict=False):
+            host_names[scalar.index] = name
+        count = max(host_names, default=-1) + 1
+        positional = [host_names.get(i, f"_unused_{i}") for i in range(count)]
+        lines = [f"def {launcher_name}({', '.join([*positional, '*_rest'])}):"]
+        args = list(params)
+        if barrier and self.barrier_param is not None:
+            device_of = self.tensor_names[ir.tensor_args[0].index]
+            lines.append(
+                f"    {self.barrier_param} = torch.zeros([1], dtype=torch.int32, device={device_of}.device)"
+            )
+            args.append(self.barrier_param)
+        launch_options = [
+            f"num_warps={self.options.num_warps}",
+            f"num_stages={self.options.num_stages}",
+        ]
+        if self.options.maxnreg is not None and self.target.is_cuda:
+            launch_options.append(f"maxnreg={self.options.maxnreg}")
+        call_args = ", ".join(args + constexprs + launch_options)
+        dims = [d.strip() for d in grid.strip("()").split(",") if d.strip()]
+        if all(d.isdigit() for d in dims):
+            if all(int(d) > 0 for d in dims):
+                lines.append(f"    {kernel_name}[{grid}]({call_args})")
+            else:
+                lines.append("    pass  # nothing to launch: the loops are empty")
+        else:
+            # the grid depends on runtime arguments: an empty one launches nothing
+            grid_name = self.fresh("launch_grid")
+            lines.append(f"    {grid_name} = {grid}")
+            lines.append(f"    if min({grid_name}) > 0:")
+            lines.append(f"        {kernel_name}[{grid_name}]({call_args})")
+        return launcher_name, lines
+
+    def host_bound(self, bound: Any) -> str | None:
+        """A top-level loop bound in launcher code (None when only the device knows it)."""
+        if isinstance(bound, Value):
+            return self.scalar_param_names.get(bound.id)
+        return self.expr(bound)

@@ -1,0 +1,506 @@
+"""The Triton backend's lowering table: one rule per op.
+
+A rule is ``rule(ctx, node) -> str | None``: ``ctx`` is the :class:`~helion_triton.codegen.
+KernelCodegen` generating the kernel (operands, casts, shapes, masks, emitted statements), and
+the result is the expression of the node's output, or for ops without outputs a statement (or
+None when the rule emitted its statements itself). The output expression must have exactly the
+IR dtype of the output. Ops of other packages reach this table through the
+``helion_lowerings("triton")`` hook (:func:`lowering_table`); an op with two rules is an error.
+
+This module holds the table and the elementwise rules; the other families register into the
+same table from :mod:`helion_triton.reductions` (reductions, scans, dots),
+:mod:`helion_triton.views` (views, creation, tile attributes) and :mod:`helion_triton.memory`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from typing import Callable
+
+import torch
+
+from helion import plugins
+from helion.ir.core import Node
+from helion.ir.core import Value
+from helion.language import _ops as ops
+
+Rule = Callable[[Any, Node], Any]
+TRITON_LOWERINGS: dict[ops.Op, Rule] = {}
+
+
+def triton_lowering(*op_list: ops.Op) -> Callable[[Rule], Rule]:
+    """Register ``rule`` as the Triton lowering of each op in ``op_list``."""
+
+    def decorator(rule: Rule) -> Rule:
+        for op in op_list:
+            if op in TRITON_LOWERINGS:
+                raise ValueError(f"triton lowering for {op.name} registered twice")
+            TRITON_LOWERINGS[op] = rule
+        return rule
+
+    return decorator
+
+
+_table_lock = threading.Lock()
+_table_cache: tuple[int, dict[ops.Op, Rule]] | None = None
+
+
+def lowering_table() -> dict[ops.Op, Rule]:
+    """This backend's rules merged with those plugins provide for it (rebuilt when plugins change)."""
+    global _table_cache
+    # the other families register into TRITON_LOWERINGS when imported
+    import helion_triton.memory
+    import helion_triton.reductions
+    import helion_triton.views  # noqa: F401
+
+    generation = plugins.generation()
+    cached = _table_cache
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    with _table_lock:
+        table = dict(TRITON_LOWERINGS)
+        for result in plugins.call_each_plugin("helion_lowerings", backend="triton"):
+            if not isinstance(result.value, dict):
+                continue
+            for op, rule in result.value.items():
+                if op in table:
+                    raise ValueError(
+                        f"plugin {result.plugin.name!r} gives a triton lowering for {getattr(op, 'name', op)!r}, "
+                        "which already has one"
+                    )
+                table[op] = rule
+        _table_cache = (plugins.generation(), table)
+        return table
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def compute_float(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in LOW_PRECISION else dtype
+
+
+# -- elementwise: unary ---------------------------------------------------------------------------
+
+# computed in float32 for fp16/bf16 inputs (as eager torch does), then rounded to the result dtype
+_CORE_MATH = {
+    "exp": "tl.exp({})",
+    "exp2": "tl.exp2({})",
+    "log": "tl.log({})",
+    "log2": "tl.log2({})",
+    "rsqrt": "tl.rsqrt({})",
+    "sin": "tl.sin({})",
+    "cos": "tl.cos({})",
+    "erf": "tl.erf({})",
+    "sigmoid": "tl.sigmoid({})",
+    "reciprocal": "(1.0 / {})",
+}
+_LIB_MATH = (
+    "tanh",
+    "expm1",
+    "log1p",
+    "log10",
+    "tan",
+    "sinh",
+    "cosh",
+    "atan",
+    "asin",
+    "acos",
+    "erfinv",
+)
+
+
+def _float_unary(ctx: Any, node: Node, body: Callable[[str, torch.dtype], str]) -> str:
+    out = node.output.dtype
+    compute = compute_float(out)
+    x = ctx.operand(node.inputs[0], compute)
+    return ctx.cast(body(x, compute), out, compute)
+
+
+def _core_math_rule(template: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        return _float_unary(ctx, node, lambda x, dtype: template.format(x))
+
+    return rule
+
+
+for _name, _template in _CORE_MATH.items():
+    triton_lowering(ops.UNARY[_name])(_core_math_rule(_template))
+
+
+def _lib_math_rule(name: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        return _float_unary(ctx, node, lambda x, dtype: ctx.math(name, x))
+
+    return rule
+
+
+for _name in _LIB_MATH:
+    triton_lowering(ops.UNARY[_name])(_lib_math_rule(_name))
+
+
+@triton_lowering(ops.UNARY["sqrt"])
+def _sqrt(ctx: Any, node: Node) -> str:
+    return _float_unary(
+        ctx,
+        node,
+        lambda x, dtype: f"tl.sqrt_rn({x})" if dtype == torch.float32 else f"tl.sqrt({x})",
+    )
+
+
+@triton_lowering(ops.UNARY["gelu"])
+def _gelu(ctx: Any, node: Node) -> str:
+    def body(x: str, dtype: torch.dtype) -> str:
+        if node.attrs.get("approximate", "none") == "tanh":
+            inner = ctx.assign(
+                f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})", "gelu_inner"
+            )
+            return f"0.5 * {x} * (1.0 + {ctx.math('tanh', inner)})"
+        return f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))"
+
+    return _float_unary(ctx, node, body)
+
+
+@triton_lowering(ops.UNARY["silu"])
+def _silu(ctx: Any, node: Node) -> str:
+    return _float_unary(ctx, node, lambda x, dtype: f"{x} * tl.sigmoid({x})")
+
+
+@triton_lowering(ops.UNARY["softplus"])
+def _softplus(ctx: Any, node: Node) -> str:
+    return _float_unary(
+        ctx,
+        node,
+        lambda x, dtype: f"tl.where({x} > 20.0, {x}, {ctx.math('log1p', f'tl.exp({x})')})",
+    )
+
+
+def _same_dtype(ctx: Any, node: Node) -> tuple[str, torch.dtype]:
+    dtype = node.output.dtype
+    return ctx.operand(node.inputs[0], dtype), dtype
+
+
+@triton_lowering(ops.UNARY["neg"])
+def _neg(ctx: Any, node: Node) -> str:
+    x, dtype = _same_dtype(ctx, node)
+    return f"-{x}" if dtype != torch.bool else x
+
+
+@triton_lowering(ops.UNARY["abs"])
+def _abs(ctx: Any, node: Node) -> str:
+    x, dtype = _same_dtype(ctx, node)
+    return x if dtype == torch.bool else f"tl.abs({x})"
+
+
+@triton_lowering(ops.UNARY["relu"])
+def _relu(ctx: Any, node: Node) -> str:
+    x, dtype = _same_dtype(ctx, node)
+    # `x < 0` is False for NaN, which therefore passes through as torch.relu does
+    return x if dtype == torch.bool else f"tl.where({x} < 0, 0, {x})"
+
+
+def _rounding_rule(template: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        x, dtype = _same_dtype(ctx, node)
+        if not dtype.is_floating_point:
+            return x
+        compute = compute_float(dtype)
+        value = ctx.cast(x, compute, dtype)
+        return ctx.cast(template.format(value), dtype, compute)
+
+    return rule
+
+
+triton_lowering(ops.UNARY["floor"])(_rounding_rule("tl.floor({0})"))
+triton_lowering(ops.UNARY["ceil"])(_rounding_rule("tl.ceil({0})"))
+triton_lowering(ops.UNARY["trunc"])(
+    _rounding_rule("tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))")
+)
+
+
+@triton_lowering(ops.UNARY["round"])
+def _round(ctx: Any, node: Node) -> str:
+    x, dtype = _same_dtype(ctx, node)
+    if not dtype.is_floating_point:
+        return x
+    compute = compute_float(dtype)
+    return ctx.cast(ctx.math("round", ctx.cast(x, compute, dtype)), dtype, compute)
+
+
+@triton_lowering(ops.UNARY["sign"])
+def _sign(ctx: Any, node: Node) -> str:
+    x, dtype = _same_dtype(ctx, node)
+    if dtype == torch.bool:
+        return x
+    tl_dtype = ctx.tl(dtype)
+    return f"({x} > 0).to({tl_dtype}) - ({x} < 0).to({tl_dtype})"
+
+
+@triton_lowering(ops.UNARY["bitwise_not"])
+def _bitwise_not(ctx: Any, node: Node) -> str:
+    x, dtype = _same_dtype(ctx, node)
+    return f"({x} == 0)" if dtype == torch.bool else f"~{x}"
+
+
+@triton_lowering(ops.UNARY["logical_not"])
+def _logical_not(ctx: Any, node: Node) -> str:
+    return f"({ctx.expr(node.inputs[0])} == 0)"
+
+
+def _float_input(ctx: Any, node: Node) -> tuple[str, torch.dtype | None]:
+    value = node.inputs[0]
+    return ctx.expr(value), ctx.dtype_of(value)
+
+
+def _all_lanes(ctx: Any, node: Node, flag: bool) -> str:
+    return f"tl.full({ctx.shape(node.output.shape)}, {flag}, tl.int1)"
+
+
+@triton_lowering(ops.UNARY["isnan"])
+def _isnan(ctx: Any, node: Node) -> str:
+    x, dtype = _float_input(ctx, node)
+    if dtype is not None and not dtype.is_floating_point:
+        return _all_lanes(ctx, node, False)
+    return f"({x} != {x})"
+
+
+@triton_lowering(ops.UNARY["isinf"])
+def _isinf(ctx: Any, node: Node) -> str:
+    x, dtype = _float_input(ctx, node)
+    if dtype is not None and not dtype.is_floating_point:
+        return _all_lanes(ctx, node, False)
+    return f'(tl.abs({x}) == float("inf"))'
+
+
+@triton_lowering(ops.UNARY["isfinite"])
+def _isfinite(ctx: Any, node: Node) -> str:
+    x, dtype = _float_input(ctx, node)
+    if dtype is not None and not dtype.is_floating_point:
+        return _all_lanes(ctx, node, True)
+    return f'(tl.abs({x}) < float("inf"))'
+
+
+_SIGN_BIT_VIEW = {
+    torch.float16: "tl.int16",
+    torch.bfloat16: "tl.int16",
+    torch.float32: "tl.int32",
+    torch.float64: "tl.int64",
+}
+
+
+@triton_lowering(ops.UNARY["signbit"])
+def _signbit(ctx: Any, node: Node) -> str:
+    x, dtype = _float_input(ctx, node)
+    if dtype in _SIGN_BIT_VIEW:
+        return f"({x}.to({_SIGN_BIT_VIEW[dtype]}, bitcast=True) < 0)"
+    if dtype == torch.bool:
+        return _all_lanes(ctx, node, False)
+    return f"({x} < 0)"
+
+
+# -- elementwise: binary -----------------------------------------------------------------------------
+
+_OPERATORS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+    "left_shift": "<<",
+    "right_shift": ">>",
+}
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _binary_operands(ctx: Any, node: Node, dtype: torch.dtype) -> tuple[str, str]:
+    a, b = node.inputs[:2]
+    return ctx.operand(a, dtype), ctx.operand(b, dtype)
+
+
+def _all_constant(node: Node) -> bool:
+    return not any(isinstance(i, Value) for i in node.inputs)
+
+
+def _typed(ctx: Any, node: Node, expr: str) -> str:
+    """Python-constant arithmetic made into a typed 0-D value."""
+    if _all_constant(node):
+        return f"tl.full([], {expr}, {ctx.tl(node.output.dtype)})"
+    return expr
+
+
+def _operator_rule(symbol: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        dtype = node.output.dtype
+        a, b = _binary_operands(ctx, node, dtype)
+        if dtype == torch.bool and symbol in ("+", "*"):
+            return _typed(ctx, node, f"({a} {'|' if symbol == '+' else '&'} {b})")
+        return _typed(ctx, node, f"({a} {symbol} {b})")
+
+    return rule
+
+
+for _name, _symbol in _OPERATORS.items():
+    triton_lowering(ops.BINARY[_name])(_operator_rule(_symbol))
+
+
+def _comparison_rule(symbol: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        dtype = ops.promote_types(*node.inputs)
+        a, b = _binary_operands(ctx, node, dtype)
+        return _typed(ctx, node, f"({a} {symbol} {b})")
+
+    return rule
+
+
+for _name, _symbol in _COMPARISONS.items():
+    triton_lowering(ops.BINARY[_name])(_comparison_rule(_symbol))
+
+
+def _logical_rule(symbol: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        a, b = _binary_operands(ctx, node, torch.bool)
+        return _typed(ctx, node, f"({a} {symbol} {b})")
+
+    return rule
+
+
+triton_lowering(ops.BINARY["logical_and"])(_logical_rule("&"))
+triton_lowering(ops.BINARY["logical_or"])(_logical_rule("|"))
+triton_lowering(ops.BINARY["logical_xor"])(_logical_rule("^"))
+
+
+@triton_lowering(ops.BINARY["truediv"])
+def _truediv(ctx: Any, node: Node) -> str:
+    dtype = node.output.dtype
+    compute = compute_float(dtype)
+    a, b = _binary_operands(ctx, node, compute)
+    return _typed(ctx, node, ctx.cast(f"({a} / {b})", dtype, compute))
+
+
+@triton_lowering(ops.BINARY["floordiv"])
+def _floordiv(ctx: Any, node: Node) -> str:
+    dtype = node.output.dtype
+    if dtype.is_floating_point:
+        compute = compute_float(dtype)
+        a, b = _binary_operands(ctx, node, compute)
+        return _typed(ctx, node, ctx.cast(f"tl.floor({a} / {b})", dtype, compute))
+    a, b = _binary_operands(ctx, node, dtype)
+    a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
+    quotient = ctx.assign(f"{a} // {b}", "quotient")
+    # `//` on integers truncates towards zero; step down where the true quotient is negative
+    remainder = ctx.assign(f"{a} - {quotient} * {b}", "remainder")
+    return _typed(
+        ctx,
+        node,
+        f"tl.where(({remainder} != 0) & (({remainder} < 0) != ({b} < 0)), {quotient} - 1, {quotient})",
+    )
+
+
+@triton_lowering(ops.BINARY["remainder"])
+def _remainder(ctx: Any, node: Node) -> str:
+    dtype = node.output.dtype
+    compute = compute_float(dtype) if dtype.is_floating_point else dtype
+    a, b = _binary_operands(ctx, node, compute)
+    a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
+    if dtype.is_floating_point:
+        remainder = ctx.assign(f"{a} - tl.floor({a} / {b}) * {b}", "remainder")
+        return _typed(ctx, node, ctx.cast(remainder, dtype, compute))
+    remainder = ctx.assign(f"{a} - ({a} // {b}) * {b}", "remainder")
+    # the sign of torch.remainder follows the divisor (Python semantics)
+    return _typed(
+        ctx,
+        node,
+        f"tl.where(({remainder} != 0) & (({remainder} < 0) != ({b} < 0)), {remainder} + {b}, {remainder})",
+    )
+
+
+@triton_lowering(ops.BINARY["pow"])
+def _pow(ctx: Any, node: Node) -> str:
+    dtype = node.output.dtype
+    base, exponent = node.inputs[:2]
+    constant = exponent if not isinstance(exponent, Value) else None
+    compute = compute_float(dtype) if dtype.is_floating_point else dtype
+    x = ctx.assign(ctx.operand(base, compute), "base")
+    if constant is not None and float(constant).is_integer() and 0 <= float(constant) <= 8:
+        power = int(constant)
+        result = " * ".join([x] * power) if power else f"tl.full([], 1, {ctx.tl(compute)})"
+        if power == 0 and isinstance(base, Value):
+            result = f"({x} * 0 + 1)"
+        return _typed(ctx, node, ctx.cast(f"({result})", dtype, compute))
+    if not dtype.is_floating_point:
+        raise ctx.unsupported("pow of integers with a non-constant or negative exponent")
+    if constant is not None and float(constant) == 0.5:
+        root = f"tl.sqrt_rn({x})" if compute == torch.float32 else f"tl.sqrt({x})"
+        return _typed(ctx, node, ctx.cast(root, dtype, compute))
+    if constant is not None and float(constant) == -1.0:
+        return _typed(ctx, node, ctx.cast(f"(1.0 / {x})", dtype, compute))
+    y = ctx.operand(exponent, compute)
+    if constant is None:
+        y = ctx.assign(y, "exponent")
+    else:
+        y = f"tl.full([], {y}, {ctx.tl(compute)})"
+    return _typed(ctx, node, ctx.cast(ctx.math("pow", x, y), dtype, compute))
+
+
+def _extreme_rule(name: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        dtype = node.output.dtype
+        a, b = _binary_operands(ctx, node, dtype)
+        if dtype.is_floating_point:
+            return _typed(ctx, node, f"tl.{name}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)")
+        if dtype == torch.bool:
+            return f"({a} {'|' if name == 'maximum' else '&'} {b})"
+        return _typed(ctx, node, f"tl.{name}({a}, {b})")
+
+    return rule
+
+
+triton_lowering(ops.BINARY["maximum"])(_extreme_rule("maximum"))
+triton_lowering(ops.BINARY["minimum"])(_extreme_rule("minimum"))
+
+
+@triton_lowering(ops.BINARY["atan2"])
+def _atan2(ctx: Any, node: Node) -> str:
+    dtype = node.output.dtype
+    compute = compute_float(dtype)
+    a, b = _binary_operands(ctx, node, compute)
+    a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
+    return ctx.cast(ctx.math("atan2", a, b), dtype, compute)
+
+
+@triton_lowering(ops.where)
+def _where(ctx: Any, node: Node) -> str:
+    cond, a, b = node.inputs
+    dtype = node.output.dtype
+    condition = ctx.operand(cond, torch.bool)
+    result = f"tl.where({condition}, {ctx.operand(a, dtype)}, {ctx.operand(b, dtype)})"
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        result = f"{result}.to({ctx.tl(dtype)})"
+    return result
+
+
+@triton_lowering(ops.cast)
+def _cast(ctx: Any, node: Node) -> str:
+    value = node.inputs[0]
+    dtype = node.attrs["dtype"]
+    if not isinstance(value, Value):
+        return ctx.typed_constant(value, dtype)
+    return ctx.cast(ctx.expr(value), dtype, ctx.dtype_of(value))
+
+
+@triton_lowering(ops.clamp)
+def _clamp(ctx: Any, node: Node) -> str:
+    x, low, high = node.inputs
+    dtype = node.output.dtype
+    result = ctx.operand(x, dtype)
+    nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype.is_floating_point else ""
+    if low is not None:
+        result = f"tl.maximum({result}, {ctx.operand(low, dtype)}{nan})"
+    if high is not None:
+        result = f"tl.minimum({result}, {ctx.operand(high, dtype)}{nan})"
+    return result
+
+
+__all__ = ["TRITON_LOWERINGS", "compute_float", "lowering_table", "triton_lowering"]

@@ -1,0 +1,352 @@
+"""Lowerings of loads, stores and atomics, and the ``indexing`` / eviction tunables.
+
+Every memory op addresses ``tensor[items]``: each item is a tile, a slice (a reduction
+dimension), a constant or scalar index, a new axis, or an index tensor (a gather / scatter).
+``pointer`` indexing builds ``base + sum(index_d * stride_d)`` with one mask per padded
+dimension; ``block_ptr`` and ``tensor_descriptor`` are used where the access is a plain box of
+tiles and slices, and fall back to pointers elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from helion.ir.core import Node
+from helion.ir.core import TensorArg
+from helion.language import _ops as ops
+from helion_triton.lowerings import triton_lowering
+from helion_triton.tunables import EVICTION_NAMES
+from helion_triton.tunables import TritonOptions
+
+# TMA boxes: at most 256 lanes per dimension, at least 16 bytes in the contiguous one
+MAX_DESCRIPTOR_BOX = 256
+MIN_DESCRIPTOR_BYTES = 16
+
+
+@dataclasses.dataclass
+class BoxDim:
+    """One tensor dimension of a box-shaped access (tile or slice)."""
+
+    offset: str  # first element
+    extent: str  # Triton block extent (source)
+    lanes: int
+    bound: str  # elements valid in this dimension, counted from 0
+    masked: bool
+
+
+def _access_shape(node: Node) -> tuple:
+    if node.op.memory == "store":
+        return tuple(node.inputs[node.attrs["value"]].shape)
+    return tuple(node.output.shape)
+
+
+def pointer_access(ctx: Any, node: Node) -> tuple[str, str | None, str]:
+    """``(pointer, mask, offset)`` of a memory op with pointer indexing."""
+    tensor: TensorArg = node.attrs["tensor"]
+    items = node.attrs["items"]
+    shape = _access_shape(node)
+    flat = ctx.is_flat(shape)
+    tensor_shapes = [node.inputs[item[1]].shape for item in items if item[0] == "tensor"]
+    tensor_rank = len(ops.broadcast_shapes(*tensor_shapes)) if tensor_shapes else 0
+    terms: list[str] = []
+    masks: list[str] = []
+    vector = False
+    position = 0
+    tensor_position = None
+    dim = 0
+
+    def add_mask(mask: str | None) -> None:
+        if mask is not None and mask not in masks:
+            masks.append(mask)
+
+    for item in items:
+        kind = item[0]
+        if kind == "none":
+            position += 1
+            continue
+        stride = tensor.stride[dim]
+        dim += 1
+        if kind == "tile":
+            tile = ctx.tile_vars(node.inputs[item[1]])
+            terms.append(_term(ctx.place(ctx.tile_index(tile), position, shape), stride))
+            if tile.mask is not None:
+                add_mask(ctx.place(tile.mask, position, shape))
+            vector = True
+            position += 1
+        elif kind == "full":
+            start = int(item[1])
+            rdim = shape[position]
+            if rdim == 1:
+                terms.append(_term(str(start), stride))
+            else:
+                lanes = ctx.rdim_vars(rdim)
+                index = lanes.index if not start else f"({lanes.index} + {start})"
+                terms.append(_term(ctx.place(index, position, shape), stride))
+                if lanes.mask is not None:
+                    add_mask(ctx.place(lanes.mask, position, shape))
+                vector = True
+            position += 1
+        elif kind == "const":
+            terms.append(_term(str(int(item[1])), stride))
+        elif kind == "scalar":
+            terms.append(_term(ctx.expr(node.inputs[item[1]]), stride))
+        elif kind == "tensor":
+            value = node.inputs[item[1]]
+            if tensor_position is None:
+                tensor_position = position
+                position += tensor_rank
+            lead = tensor_position + tensor_rank - len(value.shape)
+            index = ctx.expr(value)
+            rank = len(shape)
+            if rank > len(value.shape) and value.shape:
+                parts = (
+                    ["None"] * lead
+                    + [":"] * len(value.shape)
+                    + ["None"] * (rank - lead - len(value.shape))
+                )
+                index = f"{index}[{', '.join(parts)}]"
+            terms.append(_term(index, stride))
+            vector = vector or bool(value.shape)
+            for offset, value_dim in enumerate(value.shape):
+                mask = ctx.dim_mask(value_dim)
+                if mask is not None:
+                    add_mask(ctx.place(mask, lead + offset, shape))
+        else:
+            raise ctx.unsupported(f"index item {kind!r}")
+    if node.attrs.get("mask") is not None:
+        add_mask(ctx.expr(node.inputs[node.attrs["mask"]]))
+    if shape and not vector and not flat:
+        terms.append(f"tl.zeros({ctx.shape([1] * len(shape))}, tl.int32)")
+    offset = " + ".join(terms) if terms else "0"
+    base = ctx.tensor_param(tensor.index)
+    pointer = f"{base} + ({offset})" if " " in offset else f"{base} + {offset}"
+    return pointer, (" & ".join(masks) if masks else None), offset
+
+
+def _term(index: str, stride: int) -> str:
+    if stride == 1:
+        return index
+    return f"{index} * {stride}"
+
+
+# -- block pointers and tensor descriptors -----------------------------------------------------------
+
+
+def box_dims(ctx: Any, node: Node) -> list[BoxDim] | None:
+    """The access as a box of tiles and slices (None when it is not one)."""
+    items = node.attrs["items"]
+    if node.attrs.get("mask") is not None or not items:
+        return None
+    shape = _access_shape(node)
+    if ctx.is_flat(shape) or len(shape) != len(items):
+        return None
+    tensor: TensorArg = node.attrs["tensor"]
+    dims = []
+    for position, item in enumerate(items):
+        if item[0] == "tile":
+            tile = ctx.tile_vars(node.inputs[item[1]])
+            info = ctx.ir.block(tile.block_id)
+            if (
+                tile.is_grid
+                or tile.offset is None
+                or ctx.block_value[tile.block_id] != ctx.real_block[tile.block_id]
+            ):
+                return None
+            bound = tile.end if tile.mask is not None else str(tensor.shape[position])
+            dims.append(
+                BoxDim(
+                    tile.offset,
+                    ctx.dim_str(info.symbol),
+                    ctx.block_value[tile.block_id],
+                    bound,
+                    tile.mask is not None,
+                )
+            )
+        elif item[0] == "full":
+            start, length = int(item[1]), int(item[2])
+            rdim = shape[position]
+            if rdim == 1:
+                return None
+            lanes = ctx.rdim_vars(rdim)
+            offset = lanes.offset if not start else f"{lanes.offset} + {start}"
+            dims.append(
+                BoxDim(
+                    offset,
+                    ctx.dim_str(rdim),
+                    ctx.extent(rdim),
+                    str(start + length),
+                    lanes.mask is not None,
+                )
+            )
+        else:
+            return None
+    return dims
+
+
+def _descriptor_ok(ctx: Any, node: Node, dims: list[BoxDim]) -> bool:
+    tensor: TensorArg = node.attrs["tensor"]
+    element = tensor.dtype.itemsize
+    if tensor.stride[-1] != 1 or any((s * element) % 16 for s in tensor.stride[:-1]):
+        return False
+    if (
+        any(d.lanes > MAX_DESCRIPTOR_BOX for d in dims)
+        or dims[-1].lanes * element < MIN_DESCRIPTOR_BYTES
+    ):
+        return False
+    if len(dims) > 5 or tensor.dtype == torch.bool:
+        return False
+    # the descriptor is built once per kernel: its bounds must be known at the kernel's start
+    for item, dim in zip(node.attrs["items"], dims, strict=False):
+        if item[0] == "full" and int(item[1]) != 0:
+            return False
+        if not _known_at_start(ctx, dim.bound):
+            return False
+    return True
+
+
+def _known_at_start(ctx: Any, expr: str) -> bool:
+    """Is ``expr`` a number or a scalar argument (defined before any loop)?"""
+    return expr.isdigit() or expr in {ctx.exprs.get(s.value.id) for s in ctx.ir.scalar_args}
+
+
+def _indexing(ctx: Any, node: Node) -> str:
+    slot = ctx.analysis.memory_slots.get(id(node))
+    index = slot.indexing if slot is not None else None
+    return str(TritonOptions.item(ctx.options.indexing, index, "pointer"))
+
+
+def _eviction(ctx: Any, node: Node) -> str:
+    explicit = node.attrs.get("eviction_policy")
+    if explicit:
+        policy = EVICTION_NAMES.get(explicit)
+    else:
+        slot = ctx.analysis.memory_slots.get(id(node))
+        index = slot.eviction if slot is not None else None
+        policy = EVICTION_NAMES.get(
+            TritonOptions.item(ctx.options.load_eviction_policies, index, "")
+        )
+    return f', eviction_policy="{policy}"' if policy else ""
+
+
+def _descriptor(ctx: Any, node: Node, dims: list[BoxDim]) -> str:
+    tensor: TensorArg = node.attrs["tensor"]
+    base = ctx.tensor_param(tensor.index)
+    shape = ", ".join(d.bound for d in dims)
+    strides = ", ".join(str(s) for s in tensor.stride)
+    block = ", ".join(d.extent for d in dims)
+    key = (tensor.index, shape, block)
+    return ctx.descriptor(
+        key,
+        lambda name: (
+            f"tl.make_tensor_descriptor({base}, shape=[{shape}], strides=[{strides}], block_shape=[{block}])"
+        ),
+        f"{base}_desc",
+    )
+
+
+def _block_pointer(ctx: Any, node: Node, dims: list[BoxDim]) -> tuple[str, str]:
+    tensor: TensorArg = node.attrs["tensor"]
+    base = ctx.tensor_param(tensor.index)
+    order = sorted(range(len(dims)), key=lambda d: (tensor.stride[d], -d))
+    pointer = (
+        f"tl.make_block_ptr({base}, shape=[{', '.join(d.bound for d in dims)}], "
+        f"strides=[{', '.join(str(s) for s in tensor.stride)}], offsets=[{', '.join(d.offset for d in dims)}], "
+        f"block_shape=[{', '.join(d.extent for d in dims)}], order={order})"
+    )
+    checks = [str(i) for i, d in enumerate(dims) if d.masked]
+    return ctx.assign(
+        pointer, f"{base}_block"
+    ), f", boundary_check=[{', '.join(checks)}]" if checks else ""
+
+
+def _box(ctx: Any, node: Node) -> tuple[str, list[BoxDim] | None]:
+    """The indexing style to use for ``node`` (the configured one where the access allows it)."""
+    style = _indexing(ctx, node)
+    if style == "pointer":
+        return "pointer", None
+    dims = box_dims(ctx, node)
+    if dims is None:
+        return "pointer", None
+    if (
+        style == "tensor_descriptor"
+        and ctx.target.has_tensor_descriptor
+        and _descriptor_ok(ctx, node, dims)
+    ):
+        return "tensor_descriptor", dims
+    if style == "block_ptr" and ctx.target.has_block_ptr:
+        return "block_ptr", dims
+    return "pointer", None
+
+
+@triton_lowering(ops.load)
+def _load(ctx: Any, node: Node) -> str:
+    style, dims = _box(ctx, node)
+    eviction = _eviction(ctx, node)
+    if style == "tensor_descriptor":
+        descriptor = _descriptor(ctx, node, dims)
+        return f"{descriptor}.load([{', '.join(d.offset for d in dims)}])"
+    if style == "block_ptr":
+        pointer, checks = _block_pointer(ctx, node, dims)
+        padding = ', padding_option="zero"' if checks else ""
+        return f"tl.load({pointer}{checks}{padding}{eviction})"
+    pointer, mask, _ = pointer_access(ctx, node)
+    if mask is None:
+        return f"tl.load({pointer}{eviction})"
+    return f"tl.load({pointer}, {mask}, other=0{eviction})"
+
+
+@triton_lowering(ops.store)
+def _store(ctx: Any, node: Node) -> str:
+    value = ctx.expr(node.inputs[node.attrs["value"]])
+    style, dims = _box(ctx, node)
+    if style == "tensor_descriptor":
+        descriptor = _descriptor(ctx, node, dims)
+        return f"{descriptor}.store([{', '.join(d.offset for d in dims)}], {value})"
+    if style == "block_ptr":
+        pointer, checks = _block_pointer(ctx, node, dims)
+        return f"tl.store({pointer}, {value}{checks})"
+    pointer, mask, _ = pointer_access(ctx, node)
+    if mask is None:
+        return f"tl.store({pointer}, {value})"
+    return f"tl.store({pointer}, {value}, {mask})"
+
+
+_ATOMICS = {
+    "add": "tl.atomic_add",
+    "xchg": "tl.atomic_xchg",
+    "max": "tl.atomic_max",
+    "min": "tl.atomic_min",
+    "and": "tl.atomic_and",
+    "or": "tl.atomic_or",
+    "xor": "tl.atomic_xor",
+}
+
+
+@triton_lowering(ops.atomic)
+def _atomic(ctx: Any, node: Node) -> str:
+    kind = node.attrs["kind"]
+    sem = node.attrs.get("sem", "relaxed")
+    value = ctx.expr(node.inputs[node.attrs["value"]])
+    pointer, mask, offset = pointer_access(ctx, node)
+    if kind == "cas":
+        expected = ctx.expr(node.inputs[node.attrs["expected"]])
+        if mask is not None:
+            # tl.atomic_cas has no mask: masked lanes compare-and-swap a value with itself at
+            # the tensor's first element, which changes nothing
+            base = ctx.tensor_param(node.attrs["tensor"].index)
+            mask_name = ctx.assign(mask, "cas_mask")
+            value = ctx.assign(f"tl.where({mask_name}, {value}, {expected})", "desired")
+            pointer = f"{base} + tl.where({mask_name}, {offset}, 0)"
+        return f'tl.atomic_cas({pointer}, {expected}, {value}, sem="{sem}")'
+    if kind not in _ATOMICS:
+        raise ctx.unsupported(f"atomic_{kind}")
+    if node.output.dtype == torch.bool:
+        raise ctx.unsupported(f"atomic_{kind} on a bool tensor")
+    masked = f", mask={mask}" if mask is not None else ""
+    return f'{_ATOMICS[kind]}({pointer}, {value}{masked}, sem="{sem}")'
+
+
+__all__ = ["box_dims", "pointer_access"]

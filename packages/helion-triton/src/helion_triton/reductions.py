@@ -1,0 +1,347 @@
+"""Triton lowerings of reductions (persistent and looped over chunks), scans and dots."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from helion.ir.core import Node
+from helion.language import _ops as ops
+from helion_triton.codegen import literal
+from helion_triton.lowerings import Rule
+from helion_triton.lowerings import compute_float
+from helion_triton.lowerings import triton_lowering
+
+# -- reductions ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ReductionKind:
+    """How one reduction op computes: its accumulator dtype, identity, chunk reduction, combine."""
+
+    name: str
+
+    def acc_dtype(self, input_dtype: torch.dtype, out_dtype: torch.dtype) -> torch.dtype:
+        if self.name in ("sum", "prod"):
+            if input_dtype.is_floating_point:
+                return compute_float(input_dtype)
+            return out_dtype
+        if self.name in ("any", "all"):
+            return torch.int32
+        if input_dtype == torch.bool:
+            return torch.int8
+        return input_dtype
+
+    def identity(self, dtype: torch.dtype) -> Any:
+        if self.name in ("sum", "any"):
+            return 0
+        if self.name in ("prod", "all"):
+            return 1
+        biggest = self.name in ("amin", "argmin")
+        if dtype.is_floating_point:
+            return float("inf") if biggest else float("-inf")
+        info = torch.iinfo(dtype)
+        return info.max if biggest else info.min
+
+    def partial(self, ctx: Any, x: str, dim: int, keepdim: bool) -> str:
+        keep = ", keep_dims=True" if keepdim else ""
+        if self.name == "sum":
+            return f"tl.sum({x}, {dim}{keep})"
+        if self.name == "prod":
+            return f"tl.reduce({x}, {dim}, tl.standard._prod_combine{keep})"
+        if self.name in ("amax", "any"):
+            return f"tl.max({x}, {dim}{keep})"
+        if self.name in ("amin", "all"):
+            return f"tl.min({x}, {dim}{keep})"
+        raise AssertionError(self.name)
+
+    def combine(self, acc: str, part: str) -> str:
+        if self.name == "sum":
+            return f"{acc} + {part}"
+        if self.name == "prod":
+            return f"{acc} * {part}"
+        if self.name in ("amax", "any"):
+            return f"tl.maximum({acc}, {part})"
+        return f"tl.minimum({acc}, {part})"
+
+    def finish(self, ctx: Any, acc: str, acc_dtype: torch.dtype, out_dtype: torch.dtype) -> str:
+        if self.name in ("any", "all"):
+            return f"({acc} != 0)"
+        return ctx.cast(acc, out_dtype, acc_dtype)
+
+
+def _reduction_input(ctx: Any, node: Node, kind: ReductionKind) -> tuple[str, torch.dtype]:
+    """The reduced value in its accumulator dtype, padded lanes holding the identity."""
+    value = node.inputs[0]
+    dim = node.attrs["dim"]
+    acc_dtype = kind.acc_dtype(value.dtype, node.output.dtype)
+    x = ctx.cast(ctx.expr(value), acc_dtype, value.dtype)
+    mask = ctx.mask_for(value.shape, [dim])
+    identity = kind.identity(acc_dtype)
+    if mask is not None and identity == 0 and value.id in ctx.zero_lanes:
+        mask = None  # padded lanes already hold the identity
+    if mask is not None:
+        x = f"tl.where({mask}, {x}, {literal(identity)})"
+    return ctx.assign(x, "masked") if mask is not None or x != ctx.expr(value) else x, acc_dtype
+
+
+def _reduction_rule(name: str) -> Rule:
+    kind = ReductionKind(name)
+
+    def rule(ctx: Any, node: Node) -> str:
+        x, acc_dtype = _reduction_input(ctx, node, kind)
+        part = kind.partial(ctx, x, node.attrs["dim"], bool(node.attrs.get("keepdim")))
+        return kind.finish(ctx, part, acc_dtype, node.output.dtype)
+
+    return rule
+
+
+for _name in ("sum", "prod", "amax", "amin", "any", "all"):
+    triton_lowering(ops.REDUCTIONS[_name])(_reduction_rule(_name))
+
+
+def _arg_rule(name: str) -> Rule:
+    kind = ReductionKind(name)
+
+    def rule(ctx: Any, node: Node) -> str:
+        x, _ = _reduction_input(ctx, node, kind)
+        keep = ", keep_dims=True" if node.attrs.get("keepdim") else ""
+        function = "tl.argmax" if name == "argmax" else "tl.argmin"
+        return f"{function}({x}, {node.attrs['dim']}{keep}).to({ctx.tl(node.output.dtype)})"
+
+    return rule
+
+
+triton_lowering(ops.REDUCTIONS["argmax"])(_arg_rule("argmax"))
+triton_lowering(ops.REDUCTIONS["argmin"])(_arg_rule("argmin"))
+
+
+# -- looped reductions: accumulate over chunks of a reduction dimension -----------------------------
+
+
+def looped_sink_init(ctx: Any, node: Node) -> dict[str, Any]:
+    """Accumulators of a reduction (or dot) that runs over chunks; emitted before the loop."""
+    out = node.output
+    if node.op is ops.dot:
+        return _dot_looped_init(ctx, node)
+    name = node.op.name.removeprefix("reduce_")
+    kind = ReductionKind(name)
+    value = node.inputs[0]
+    acc_dtype = kind.acc_dtype(value.dtype, out.dtype)
+    shape = ctx.shape(out.shape)
+    acc = ctx.fresh(f"acc_{name}")
+    ctx.emit(f"{acc} = tl.full({shape}, {literal(kind.identity(acc_dtype))}, {ctx.tl(acc_dtype)})")
+    state: dict[str, Any] = {"kind": kind, "acc": acc, "acc_dtype": acc_dtype}
+    if name in ("argmax", "argmin"):
+        index = ctx.fresh(f"acc_{name}_index")
+        ctx.emit(f"{index} = tl.full({shape}, 0, tl.int64)")
+        state["index"] = index
+    return state
+
+
+def looped_sink_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
+    if node.op is ops.dot:
+        _dot_looped_update(ctx, node, state)
+        return
+    kind: ReductionKind = state["kind"]
+    acc = state["acc"]
+    dim = node.attrs["dim"]
+    keep = ", keep_dims=True" if node.attrs.get("keepdim") else ""
+    x, _ = _reduction_input(ctx, node, kind)
+    if "index" in state:
+        function = "tl.max" if kind.name == "argmax" else "tl.min"
+        value, where = ctx.fresh("chunk_value"), ctx.fresh("chunk_index")
+        ctx.emit(f"{value}, {where} = {function}({x}, {dim}, return_indices=True{keep})")
+        offset = ctx.rdim_vars(node.inputs[0].shape[dim]).offset
+        better = ctx.assign(f"{value} {'>' if kind.name == 'argmax' else '<'} {acc}", "better")
+        ctx.emit(
+            f"{state['index']} = tl.where({better}, {where}.to(tl.int64) + {offset}, {state['index']})"
+        )
+        ctx.emit(f"{acc} = tl.where({better}, {value}, {acc})")
+        return
+    part = ctx.assign(kind.partial(ctx, x, dim, bool(node.attrs.get("keepdim"))), "chunk")
+    ctx.emit(f"{acc} = {kind.combine(acc, part)}")
+
+
+def looped_sink_finish(ctx: Any, node: Node, state: dict[str, Any]) -> str:
+    if node.op is ops.dot:
+        return _dot_looped_finish(ctx, node, state)
+    if "index" in state:
+        return ctx.cast(state["index"], node.output.dtype, torch.int64)
+    kind: ReductionKind = state["kind"]
+    return kind.finish(ctx, state["acc"], state["acc_dtype"], node.output.dtype)
+
+
+# -- scans ---------------------------------------------------------------------------------------------
+
+_MAX_COMBINE = """
+@triton.jit
+def _helion_max_combine(a, b):
+    return tl.maximum(a, b)
+"""
+_MIN_COMBINE = """
+@triton.jit
+def _helion_min_combine(a, b):
+    return tl.minimum(a, b)
+"""
+
+
+def _scan_rule(name: str) -> Rule:
+    def rule(ctx: Any, node: Node) -> str:
+        value = node.inputs[0]
+        dim = node.attrs["dim"]
+        out = node.output.dtype
+        compute = compute_float(out) if out.is_floating_point else out
+        x = ctx.cast(ctx.expr(value), compute, value.dtype)
+        reverse = ", reverse=True" if node.attrs.get("reverse") else ""
+        mask = ctx.mask_for(value.shape, [dim])
+        if name == "cumsum":
+            identity, call = 0, "tl.cumsum({x}, {dim}{reverse})"
+        elif name == "cumprod":
+            identity, call = 1, "tl.cumprod({x}, {dim}{reverse})"
+        else:
+            kind = ReductionKind("amax" if name == "cummax" else "amin")
+            identity = kind.identity(compute)
+            combine = ctx.helper(
+                f"_helion_{'max' if name == 'cummax' else 'min'}_combine",
+                _MAX_COMBINE if name == "cummax" else _MIN_COMBINE,
+            )
+            call = "tl.associative_scan({x}, {dim}, " + combine + "{reverse})"
+        if mask is not None:
+            x = ctx.assign(f"tl.where({mask}, {x}, {literal(identity)})", "masked")
+        return ctx.cast(call.format(x=x, dim=dim, reverse=reverse), out, compute)
+
+    return rule
+
+
+for _name in ("cumsum", "cumprod", "cummax", "cummin"):
+    triton_lowering(ops.SCANS[_name])(_scan_rule(_name))
+
+
+# -- matmul ----------------------------------------------------------------------------------------------
+
+MIN_DOT = 16
+
+
+def _dot_precision(ctx: Any) -> str:
+    precision = (
+        getattr(ctx.settings, "dot_precision", "tf32") if ctx.settings is not None else "tf32"
+    )
+    return {"default": "tf32", "high": "tf32x3", "highest": "ieee"}.get(precision, precision)
+
+
+def _dot_operands(ctx: Any, node: Node) -> tuple[str, str, torch.dtype, bool]:
+    """Operands of a product in a common dtype, with padded lanes of K zeroed; and whether
+    ``tl.dot`` can be used (every dimension at least 16 lanes)."""
+    a, b = node.inputs[0], node.inputs[1]
+    if a.dtype == b.dtype:
+        dtype = a.dtype
+    else:
+        dtype = torch.promote_types(a.dtype, b.dtype)
+    if dtype.is_floating_point and dtype.itemsize == 1 and a.dtype != b.dtype:
+        dtype = torch.float16
+    a_expr = ctx.cast(ctx.expr(a), dtype, a.dtype)
+    b_expr = ctx.cast(ctx.expr(b), dtype, b.dtype)
+    k = a.shape[-1]
+    k_mask = ctx.dim_mask(k)
+    if k_mask is not None and a.id in ctx.zero_lanes and b.id in ctx.zero_lanes:
+        k_mask = None  # both operands were loaded with masks: their padded lanes are 0
+    if k_mask is not None:
+        a_expr = ctx.assign(
+            f"tl.where({ctx.place(k_mask, len(a.shape) - 1, a.shape)}, {a_expr}, 0)", "lhs"
+        )
+        b_expr = ctx.assign(
+            f"tl.where({ctx.place(k_mask, len(b.shape) - 2, b.shape)}, {b_expr}, 0)", "rhs"
+        )
+    dims = [a.shape[-2], k, b.shape[-1]]
+    use_dot = all(ctx.extent(d) >= MIN_DOT for d in dims)
+    if a.shape[:-2] != b.shape[:-2]:
+        a_expr, b_expr = _broadcast_batch(ctx, node, a_expr, b_expr)
+    return a_expr, b_expr, dtype, use_dot
+
+
+def _broadcast_batch(ctx: Any, node: Node, a_expr: str, b_expr: str) -> tuple[str, str]:
+    a, b = node.inputs[0], node.inputs[1]
+    batch = ops.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a_expr = ctx.assign(f"tl.broadcast_to({a_expr}, {ctx.shape((*batch, *a.shape[-2:]))})", "lhs")
+    b_expr = ctx.assign(f"tl.broadcast_to({b_expr}, {ctx.shape((*batch, *b.shape[-2:]))})", "rhs")
+    return a_expr, b_expr
+
+
+def _product(
+    ctx: Any, node: Node, a: str, b: str, dtype: torch.dtype, use_dot: bool, acc: str | None
+) -> tuple[str, torch.dtype]:
+    """``a @ b`` (+ ``acc``) in the accumulator dtype (float32, or int32 for int8)."""
+    acc_dtype = torch.int32 if dtype == torch.int8 else torch.float32
+    out_shape = node.output.shape
+    if use_dot and len(out_shape) == 3 and ctx.extent(out_shape[0]) == 1:
+        # one batch per program (the usual bmm tiling): a plain 2-D dot is the fast MMA path
+        a_shape, b_shape = node.inputs[0].shape, node.inputs[1].shape
+        a2 = ctx.assign(f"tl.reshape({a}, {ctx.shape(a_shape[-2:])})", "lhs")
+        b2 = ctx.assign(f"tl.reshape({b}, {ctx.shape(b_shape[-2:])})", "rhs")
+        acc2 = (
+            None
+            if acc is None
+            else ctx.assign(f"tl.reshape({acc}, {ctx.shape(out_shape[-2:])})", "acc_2d")
+        )
+        extra = f', input_precision="{_dot_precision(ctx)}"' if dtype == torch.float32 else ""
+        if acc2 is not None:
+            product = f"tl.dot({a2}, {b2}, {acc2}{extra})"
+        else:
+            product = f"tl.dot({a2}, {b2}{extra}, out_dtype={ctx.tl(acc_dtype)})"
+        return f"tl.reshape({product}, {ctx.shape(out_shape)})", acc_dtype
+    if use_dot:
+        extra = ""
+        if dtype == torch.float32:
+            extra += f', input_precision="{_dot_precision(ctx)}"'
+        if acc is not None:
+            return f"tl.dot({a}, {b}, {acc}{extra})", acc_dtype
+        return f"tl.dot({a}, {b}{extra}, out_dtype={ctx.tl(acc_dtype)})", acc_dtype
+    # a broadcast multiply and sum for dimensions below the MMA minimum
+    rank = len(node.inputs[0].shape)
+    lhs = ctx.cast(a, acc_dtype, dtype)
+    rhs = ctx.cast(b, acc_dtype, dtype)
+    if rank == 2:
+        product = f"tl.sum({lhs}[:, :, None] * {rhs}[None, :, :], 1)"
+    else:
+        product = f"tl.sum({lhs}[:, :, :, None] * {rhs}[:, None, :, :], 2)"
+    return (f"{acc} + {product}" if acc is not None else product), acc_dtype
+
+
+@triton_lowering(ops.dot)
+def _dot(ctx: Any, node: Node) -> str:
+    a_expr, b_expr, dtype, use_dot = _dot_operands(ctx, node)
+    acc = node.inputs[2]
+    out = node.output.dtype
+    acc_dtype = torch.int32 if dtype == torch.int8 else torch.float32
+    acc_expr = None
+    if acc is not None and acc.dtype == acc_dtype:
+        acc_expr = ctx.expr(acc)
+    product, acc_dtype = _product(ctx, node, a_expr, b_expr, dtype, use_dot, acc_expr)
+    if acc is not None and acc_expr is None:
+        product = f"{ctx.cast(ctx.expr(acc), acc_dtype, acc.dtype)} + {product}"
+    return ctx.cast(f"({product})" if " + " in product else product, out, acc_dtype)
+
+
+def _dot_looped_init(ctx: Any, node: Node) -> dict[str, Any]:
+    a, b, acc = node.inputs
+    dtype = a.dtype if a.dtype == b.dtype else torch.promote_types(a.dtype, b.dtype)
+    acc_dtype = torch.int32 if dtype == torch.int8 else torch.float32
+    name = ctx.fresh("acc_dot")
+    if acc is not None:
+        ctx.emit(f"{name} = {ctx.cast(ctx.expr(acc), acc_dtype, acc.dtype)}")
+    else:
+        ctx.emit(f"{name} = tl.full({ctx.shape(node.output.shape)}, 0, {ctx.tl(acc_dtype)})")
+    return {"acc": name, "acc_dtype": acc_dtype}
+
+
+def _dot_looped_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
+    a_expr, b_expr, dtype, use_dot = _dot_operands(ctx, node)
+    product, _ = _product(ctx, node, a_expr, b_expr, dtype, use_dot, state["acc"])
+    ctx.emit(f"{state['acc']} = {product}")
+
+
+def _dot_looped_finish(ctx: Any, node: Node, state: dict[str, Any]) -> str:
+    return ctx.cast(state["acc"], node.output.dtype, state["acc_dtype"])

@@ -1,0 +1,360 @@
+"""The Triton backend's view of a Config, and the search space it offers.
+
+``TritonOptions`` is the typed, validated form of a Config that the code generator reads (one
+object per compile). ``adjust_spec`` adds the Triton-only tunables to a kernel's ConfigSpec and
+restricts the core ones to what this Triton, this device and this kernel can do;
+``seed_configs`` gives the autotuner heuristic starting points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+from typing import Sequence
+
+from helion import exc
+from helion.autotuner.config_fragment import EnumFragment
+from helion.ir.core import KernelIR
+from helion.language import _ops as ops
+from helion.runtime.config import Config
+from helion_triton.analysis import KernelAnalysis
+from helion_triton.target import TritonTarget
+
+# tl.range keyword of each per-loop range tunable
+RANGE_FIELDS = {
+    "range_unroll_factors": "loop_unroll_factor",
+    "range_num_stages": "num_stages",
+    "range_multi_buffers": "disallow_acc_multi_buffer",
+    "range_flattens": "flatten",
+    "range_warp_specializes": "warp_specialize",
+}
+# CUDA limit on the y and z launch-grid dimensions
+MAX_GRID_YZ = 65535
+# tl.static_range only for loops this short (longer ones would blow up compile time)
+MAX_STATIC_RANGE_ITERATIONS = 8
+EVICTION_NAMES = {
+    "": None,
+    "first": "evict_first",
+    "last": "evict_last",
+    "evict_first": "evict_first",
+    "evict_last": "evict_last",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TritonOptions:
+    """A normalized Config as the Triton code generator uses it."""
+
+    block_sizes: tuple[int, ...]
+    loop_orders: tuple[tuple[int, ...], ...]
+    flatten_loops: tuple[bool, ...]
+    l2_groupings: tuple[int, ...]
+    reduction_loops: tuple[int | None, ...]
+    range_options: tuple[dict[str, Any], ...]
+    static_ranges: tuple[bool, ...]
+    indexing: tuple[str, ...]
+    load_eviction_policies: tuple[str, ...]
+    pid_type: str
+    num_warps: int
+    num_stages: int
+    maxnreg: int | None
+
+    @classmethod
+    def from_config(cls, config: Config, ir: KernelIR, target: TritonTarget) -> TritonOptions:
+        n_inner = len(ir.inner_loops())
+        range_options: list[dict[str, Any]] = [{} for _ in range(n_inner)]
+        for field, keyword in RANGE_FIELDS.items():
+            values = _list(config.get(field), n_inner, None)
+            if keyword not in target.range_kwargs:
+                continue
+            for index, value in enumerate(values):
+                if value is None:
+                    continue
+                if field in ("range_unroll_factors", "range_num_stages"):
+                    if int(value) > 0:
+                        range_options[index][keyword] = int(value)
+                elif field == "range_multi_buffers":
+                    range_options[index][keyword] = not value
+                else:
+                    range_options[index][keyword] = bool(value)
+        n_memory = sum(1 for m in ir.memory_ops() if m.kind in ("load", "store"))
+        n_loads = sum(1 for m in ir.memory_ops() if m.kind == "load")
+        pid_type = str(config.get("pid_type", "flat") or "flat")
+        if pid_type not in ("flat", "xyz", "persistent_blocked", "persistent_interleaved"):
+            raise exc.InvalidConfig(f"unknown pid_type {pid_type!r}")
+        maxnreg = config.get("maxnreg")
+        return cls(
+            block_sizes=tuple(int(b) for b in config.get("block_sizes", ()) or ()),
+            loop_orders=tuple(
+                tuple(int(i) for i in order) for order in config.get("loop_orders", ()) or ()
+            ),
+            flatten_loops=tuple(_list(config.get("flatten_loops"), 0, False)),
+            l2_groupings=tuple(int(g) for g in _list(config.get("l2_groupings"), 0, 1)),
+            reduction_loops=tuple(_list(config.get("reduction_loops"), 0, None)),
+            range_options=tuple(range_options),
+            static_ranges=tuple(
+                bool(s) for s in _list(config.get("static_ranges"), n_inner, False)
+            ),
+            indexing=tuple(_list(config.get("indexing"), n_memory, "pointer")),
+            load_eviction_policies=tuple(_list(config.get("load_eviction_policies"), n_loads, "")),
+            pid_type=pid_type,
+            num_warps=int(config.get("num_warps", 4) or 4),
+            num_stages=int(config.get("num_stages", 1) or 1),
+            maxnreg=_effective_maxnreg(maxnreg, int(config.get("num_warps", 4) or 4), target),
+        )
+
+    def loop_order(self, index: int | None, ndim: int) -> list[int]:
+        if index is None or index >= len(self.loop_orders) or len(self.loop_orders[index]) != ndim:
+            return list(range(ndim))
+        return list(self.loop_orders[index])
+
+    @staticmethod
+    def item(values: Sequence[Any], index: int | None, default: Any) -> Any:
+        if index is None or index >= len(values):
+            return default
+        return values[index]
+
+
+# registers of one SM (every NVIDIA GPU since Kepler): a program cannot have more
+REGISTERS_PER_SM = 65536
+
+
+def _effective_maxnreg(maxnreg: Any, num_warps: int, target: TritonTarget) -> int | None:
+    """``maxnreg`` capped so that a program of ``num_warps`` still fits in one SM's registers
+    (more registers per thread than that cannot be allocated to all of its threads)."""
+    if not maxnreg or not target.is_cuda:
+        return None
+    cap = REGISTERS_PER_SM // (num_warps * 32)
+    return min(int(maxnreg), cap - cap % 8)
+
+
+def _list(value: Any, length: int, default: Any) -> list[Any]:
+    """A per-item config value as a list of ``length`` (a scalar broadcasts)."""
+    if value is None:
+        return [default] * length
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        return items + [default] * (length - len(items))
+    return [value] * max(length, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the search space
+
+
+def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelAnalysis) -> None:
+    """Add Triton tunables to ``spec`` and restrict the core ones to what can be generated."""
+    for field, keyword in RANGE_FIELDS.items():
+        if field in spec and keyword not in target.range_kwargs:
+            spec.remove(field)
+    if target.supports_warp_specialize and "warp_specialize" in target.range_kwargs:
+        for _loop in ir.inner_loops():
+            spec.append("range_warp_specializes", EnumFragment((None, False, True)))
+    if target.is_cuda:
+        spec.set_scalar("maxnreg")
+    elif "maxnreg" in spec:
+        spec.remove("maxnreg")
+
+    if "indexing" in spec:
+        spec.restrict("indexing", target.indexing_choices(), reason=_indexing_reason(target))
+    if "pid_type" in spec and not _xyz_fits(ir, spec):
+        allowed = [
+            p
+            for p in ("flat", "persistent_blocked", "persistent_interleaved")
+            if _allows(spec, "pid_type", p)
+        ]
+        if allowed:
+            spec.restrict(
+                "pid_type", allowed, reason="the launch grid is too tall for pid_type='xyz'"
+            )
+
+    if "reduction_loops" in spec:
+        for info in ir.reduction_blocks():
+            if info.block_id in analysis.rdim_infeasible and info.config_index is not None:
+                fragment = spec["reduction_loops"].fragments[info.config_index]
+                spec.set_item("reduction_loops", info.config_index, fragment.restrict([None]))
+    if "flatten_loops" in spec:
+        for loop_id, index in analysis.flatten_index.items():
+            if loop_id in analysis.flatten_problems:
+                fragment = spec["flatten_loops"].fragments[index]
+                spec.set_item("flatten_loops", index, fragment.restrict([False]))
+    if "static_ranges" in spec:
+        for loop in ir.inner_loops():
+            index = analysis.inner_loop_index[loop.loop_id]
+            if not _static_range_possible(ir, spec, loop):
+                fragment = spec["static_ranges"].fragments[index]
+                spec.set_item("static_ranges", index, fragment.restrict([False]))
+
+
+def _indexing_reason(target: TritonTarget) -> str:
+    if target.interpret:
+        return "the Triton interpreter runs pointer (and block_ptr where Triton has it) indexing"
+    return "tensor_descriptor needs CUDA capability >= 9.0 and tl.make_tensor_descriptor"
+
+
+def _allows(spec: Any, name: str, value: Any) -> bool:
+    fragment = spec[name].fragment
+    return fragment.is_valid(value)
+
+
+def _min_block(ir: KernelIR, spec: Any, block_id: int) -> int:
+    info = ir.block(block_id)
+    if (
+        info.kind == "tile"
+        and info.config_index is not None
+        and info.config_index < len(spec.block_sizes)
+    ):
+        fragment = spec.block_sizes[info.config_index]
+        return int(getattr(fragment, "low", 1))
+    return int(info.fixed_value or 1)
+
+
+def _max_block(ir: KernelIR, spec: Any, block_id: int) -> int:
+    info = ir.block(block_id)
+    if (
+        info.kind == "tile"
+        and info.config_index is not None
+        and info.config_index < len(spec.block_sizes)
+    ):
+        fragment = spec.block_sizes[info.config_index]
+        return int(getattr(fragment, "high", info.size_hint))
+    return int(info.fixed_value or 1)
+
+
+def _xyz_fits(ir: KernelIR, spec: Any) -> bool:
+    top = ir.top_level_loops()
+    if len(top) != 1 or not 2 <= len(top[0].block_ids) <= 3:
+        return True  # core does not offer xyz here anyway
+    counts = [math.ceil(ir.block(b).size_hint / _min_block(ir, spec, b)) for b in top[0].block_ids]
+    return max(counts) <= MAX_GRID_YZ
+
+
+def _static_range_possible(ir: KernelIR, spec: Any, loop: Any) -> bool:
+    node = loop.node
+    if node is None:
+        return False
+    bounds = list(node.attrs["begins"]) + list(node.attrs["ends"])
+    if not all(isinstance(b, int) for b in bounds):
+        return False
+    iterations = 1
+    for block_id, begin, end in zip(
+        loop.block_ids, node.attrs["begins"], node.attrs["ends"], strict=False
+    ):
+        step = 1 if node.attrs["is_grid"] else _max_block(ir, spec, block_id)
+        iterations *= max(math.ceil((end - begin) / step), 0)
+    return iterations <= MAX_STATIC_RANGE_ITERATIONS
+
+
+# ---------------------------------------------------------------------------------------------
+# seed configs
+
+
+def seed_configs(
+    ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelAnalysis
+) -> list[Config]:
+    """Heuristic starting points: matmul-like, reduction-like or pointwise by the kernel's ops."""
+    base = dict(spec.default_config())
+    has_dot = any(node.op is ops.dot for node in ir.walk())
+    has_reduction = bool(ir.reduction_blocks()) or any(node.op.reduction for node in ir.walk())
+    if has_dot:
+        candidates = _matmul_seeds(ir, spec, target)
+    elif has_reduction:
+        candidates = _reduction_seeds(ir, spec, analysis)
+    else:
+        candidates = _pointwise_seeds(ir, spec)
+    seeds: list[Config] = []
+    seen: set[Config] = set()
+    for overrides in candidates:
+        values = dict(base)
+        values.update({k: v for k, v in overrides.items() if k in spec or k == "block_sizes"})
+        if "block_sizes" in values:
+            values["block_sizes"] = _clamp_blocks(spec, values["block_sizes"])
+        config = Config(**values)
+        if config not in seen:
+            seen.add(config)
+            seeds.append(config)
+    return seeds
+
+
+def _clamp_blocks(spec: Any, sizes: Sequence[int]) -> list[int]:
+    return [fragment.clamp(size) for fragment, size in zip(spec.block_sizes, sizes, strict=False)]
+
+
+def _block_roles(ir: KernelIR) -> list[tuple[int, str]]:
+    """(config index, role) per tunable block: "outer" / "inner" dims of top-level / inner loops,
+    "batch" for top-level dims that do not enter a dot as M or N."""
+    roles = []
+    top_level_blocks = {b for loop in ir.top_level_loops() for b in loop.block_ids}
+    has_dot = any(info.used_in_dot for info in ir.tunable_blocks())
+    for info in ir.tunable_blocks():
+        if info.block_id not in top_level_blocks:
+            roles.append((info.config_index, "inner"))
+        elif has_dot and not info.used_in_dot:
+            roles.append((info.config_index, "batch"))
+        else:
+            roles.append((info.config_index, "outer"))
+    return roles
+
+
+def _matmul_seeds(ir: KernelIR, spec: Any, target: TritonTarget) -> list[dict[str, Any]]:
+    shapes = [
+        (64, 64, 32, 4, 3),
+        (128, 128, 32, 8, 3),
+        (128, 64, 64, 4, 4),
+        (64, 128, 64, 4, 4),
+        (128, 256, 64, 8, 3),
+    ]
+    seeds = []
+    for m, n, k, warps, stages in shapes:
+        sizes = []
+        outer_seen = 0
+        for _index, role in _block_roles(ir):
+            if role == "outer":
+                sizes.append(m if outer_seen % 2 == 0 else n)
+                outer_seen += 1
+            elif role == "batch":
+                sizes.append(1)
+            else:
+                sizes.append(k)
+        seed: dict[str, Any] = {"block_sizes": sizes, "num_warps": warps, "num_stages": stages}
+        if spec.length("l2_groupings"):
+            seed["l2_groupings"] = [8] * spec.length("l2_groupings")
+        if target.supports_tensor_descriptor and spec.length("indexing"):
+            seed["indexing"] = ["tensor_descriptor"] * spec.length("indexing")
+        seeds.append(seed)
+    return seeds
+
+
+def _reduction_seeds(ir: KernelIR, spec: Any, analysis: KernelAnalysis) -> list[dict[str, Any]]:
+    widest = max((b.size_hint for b in ir.reduction_blocks()), default=1)
+    warps = 16 if widest >= 8192 else 8 if widest >= 2048 else 4
+    seeds = []
+    for rows in (1, 2, 4, 16):
+        if rows * widest > 65536 and rows > 1:
+            continue
+        sizes = [rows if role == "outer" else 32 for _index, role in _block_roles(ir)]
+        seeds.append({"block_sizes": sizes, "num_warps": warps})
+    if widest >= 8192 and spec.length("reduction_loops"):
+        loops = []
+        for info in ir.reduction_blocks():
+            looped = info.block_id not in analysis.rdim_infeasible and info.size_hint >= 8192
+            loops.append(2048 if looped else None)
+        sizes = [1 if role == "outer" else 32 for _index, role in _block_roles(ir)]
+        seeds.append({"block_sizes": sizes, "num_warps": warps, "reduction_loops": loops})
+    return seeds
+
+
+def _pointwise_seeds(ir: KernelIR, spec: Any) -> list[dict[str, Any]]:
+    seeds = []
+    for elements, warps in ((1024, 4), (2048, 8), (512, 4)):
+        sizes = [1] * len(spec.block_sizes)
+        budget = elements
+        # the innermost (last) dim of each loop first: it is the contiguous one
+        for index in reversed(range(len(sizes))):
+            fragment = spec.block_sizes[index]
+            size = fragment.clamp(min(budget, int(getattr(fragment, "high", budget))))
+            sizes[index] = size
+            budget = max(1, budget // size)
+        seeds.append({"block_sizes": sizes, "num_warps": warps})
+    return seeds

@@ -1,0 +1,465 @@
+"""What the generated source contains for a given config, and the backend's contracts: tunables,
+compile caching, errors for unsupported ops, plugin lowerings, printing the code."""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import kernels as K
+import pytest
+import torch
+
+import helion
+import helion.language as hl
+from helion import exc
+from helion import plugins
+from helion.language import _ops as ops
+from helion.passes.config_spec import derive_config_spec
+from helion.plugins import hookimpl
+from helion_triton import lowerings
+from helion_triton.analysis import analyze
+from helion_triton.target import TritonTarget
+from helion_triton.target import has_block_ptr
+from helion_triton.target import range_kwargs
+from helion_triton.target import target_for
+from helion_triton.tunables import adjust_spec
+
+
+def bind(fn, *args, **settings):
+    settings.setdefault("autotune_effort", "none")
+    return helion.kernel(fn, backend="triton", **settings).bind(args)
+
+
+def matmul_args():
+    return torch.randn(37, 29), torch.randn(29, 19)
+
+
+def run_and_check(bound, config, args, expected, atol=1e-4):
+    compiled = bound.compile_config(config)
+    torch.testing.assert_close(compiled(*args), expected, atol=atol, rtol=atol)
+    return bound.to_code(config)
+
+
+# -- tunables in the generated code -------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    not {"num_stages", "loop_unroll_factor"} <= range_kwargs(), reason="old tl.range"
+)
+def test_range_options_reach_tl_range():
+    a, b = matmul_args()
+    bound = bind(K.matmul, a, b)
+    config = {
+        "block_sizes": [16, 16, 16],
+        "range_num_stages": [3],
+        "range_unroll_factors": [2],
+        "range_multi_buffers": [False],
+        "range_flattens": [True],
+    }
+    source = run_and_check(bound, config, (a, b), a @ b, 1e-3)
+    (header,) = [
+        line
+        for line in source.splitlines()
+        if "for offset_2 in tl.range(0, 29, _BLOCK_SIZE_2" in line
+    ]
+    for option in (
+        "num_stages=3",
+        "loop_unroll_factor=2",
+        "disallow_acc_multi_buffer=True",
+        "flatten=True",
+    ):
+        assert option in header
+
+
+def test_static_range():
+    a, b = matmul_args()
+    source = run_and_check(
+        bind(K.matmul, a, b),
+        {"block_sizes": [16, 16, 16], "static_ranges": [True]},
+        (a, b),
+        a @ b,
+        1e-3,
+    )
+    assert "tl.static_range(0, 29, _BLOCK_SIZE_2)" in source
+
+
+@pytest.mark.parametrize(
+    "pid_type, marker",
+    [
+        ("flat", "pid = tl.program_id(0)"),
+        ("xyz", "tl.program_id(1)"),
+        ("persistent_blocked", "tiles_per_program = tl.cdiv("),
+        ("persistent_interleaved", "in tl.range(tl.program_id(0), 6, tl.num_programs(0)):"),
+    ],
+)
+def test_pid_types(pid_type, marker, device):
+    a, b = (t.to(device) for t in matmul_args())
+    bound = bind(K.matmul, a, b, dot_precision="ieee")
+    source = run_and_check(
+        bound, {"block_sizes": [16, 16, 16], "pid_type": pid_type}, (a, b), a @ b, 1e-3
+    )
+    assert marker in source
+    assert ("virtual_pid" in source) == pid_type.startswith("persistent")
+
+
+def test_l2_grouping_and_loop_order():
+    a, b = matmul_args()
+    config = {"block_sizes": [16, 16, 16], "l2_groupings": [2], "loop_orders": [[1, 0]]}
+    source = run_and_check(bind(K.matmul, a, b), config, (a, b), a @ b, 1e-3)
+    assert "num_pid_in_group = 6" in source  # 2 rows of the 3 tiles of dim 0
+    assert "group_size = tl.minimum(2 - first_pid, 2)" in source  # dim 1 (2 tiles) varies fastest
+
+
+def test_flatten_loops():
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    bound = bind(K.add, x, y)
+    source = run_and_check(bound, {"block_sizes": [8, 16], "flatten_loops": [True]}, (x, y), x + y)
+    assert (
+        "flat_index = pid * (_BLOCK_SIZE_0 * _BLOCK_SIZE_1) + tl.arange(0, _BLOCK_SIZE_0 * _BLOCK_SIZE_1)"
+        in source
+    )
+    assert "flat_mask = flat_index < 1073" in source
+
+
+def test_looped_and_persistent_reductions():
+    x = torch.randn(5, 1000)
+    bound = bind(K.long_sum, x)
+    looped = run_and_check(
+        bound, {"block_sizes": [2], "reduction_loops": [64]}, (x,), x.sum(-1), 1e-3
+    )
+    assert "for roffset_1 in tl.range(0, 1000, _RDIM_SIZE_1):" in looped
+    assert "_RDIM_SIZE_1=64" in looped
+    persistent = run_and_check(
+        bound, {"block_sizes": [2], "reduction_loops": [None]}, (x,), x.sum(-1), 1e-3
+    )
+    assert "rindex_1 = tl.arange(0, _RDIM_SIZE_1)" in persistent
+    assert "_RDIM_SIZE_1=1024" in persistent
+    assert "roffset" not in persistent
+
+
+def test_looped_reduction_fuses_independent_sums():
+    x, w, b = torch.randn(11, 37), torch.randn(37), torch.randn(37)
+    source = bind(K.layer_norm, x, w, b).to_code({"block_sizes": [4], "reduction_loops": [16]})
+    # mean, variance (needs the mean) and the normalized store: three passes over the row
+    assert source.count("in tl.range(0, 37, _RDIM_SIZE_1)") == 3
+
+
+def test_masks_only_where_needed():
+    x, y = torch.randn(32, 64), torch.randn(32, 64)
+    exact = run_and_check(bind(K.add, x, y), {"block_sizes": [16, 32]}, (x, y), x + y)
+    assert "mask" not in exact
+    x, y = torch.randn(37, 64), torch.randn(37, 64)
+    partial = run_and_check(bind(K.add, x, y), {"block_sizes": [16, 32]}, (x, y), x + y)
+    assert "mask_0 = indices_0 < 37" in partial
+    assert "mask_1" not in partial
+
+
+def test_eviction_policies_and_launch_options():
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    config = {
+        "block_sizes": [16, 16],
+        "load_eviction_policies": ["first", "last"],
+        "num_warps": 8,
+        "num_stages": 3,
+    }
+    source = run_and_check(bind(K.add, x, y), config, (x, y), x + y)
+    assert 'eviction_policy="evict_first"' in source
+    assert 'eviction_policy="evict_last"' in source
+    assert "num_warps=8, num_stages=3)" in source
+
+
+def test_dot_precision_setting():
+    a, b = matmul_args()
+    assert 'input_precision="tf32"' in bind(K.matmul, a, b).to_code({"block_sizes": [16, 16, 16]})
+    ieee = bind(K.matmul, a, b, dot_precision="ieee").to_code({"block_sizes": [16, 16, 16]})
+    assert 'input_precision="ieee"' in ieee
+
+
+def test_small_dot_falls_back_to_multiply_and_sum():
+    a, b = torch.randn(8, 4), torch.randn(4, 8)
+    bound = bind(K.matmul, a, b)
+    source = run_and_check(bound, bound.config_spec.default_config(), (a, b), a @ b, 1e-4)
+    assert "tl.dot" not in source and "tl.sum(" in source
+
+
+@pytest.fixture
+def tensor_descriptors_everywhere(monkeypatch, device):
+    """Let the interpreter take tensor descriptors (it implements them) to test their codegen."""
+    if device.type == "cpu":
+        monkeypatch.setattr(
+            TritonTarget,
+            "supports_tensor_descriptor",
+            property(lambda self: self.has_tensor_descriptor),
+        )
+    elif not target_for(device).supports_tensor_descriptor:
+        pytest.skip("this GPU has no TMA")
+
+
+@pytest.mark.usefixtures("tensor_descriptors_everywhere")
+@pytest.mark.parametrize("name", ["matmul", "softmax", "add"])
+def test_tensor_descriptor_indexing(name, device):
+    # TMA needs 16-byte aligned rows
+    if name == "matmul":
+        args, fn = (torch.randn(37, 32), torch.randn(32, 24)), K.matmul
+        expected = args[0] @ args[1]
+        config = {"block_sizes": [16, 16, 16]}
+    elif name == "softmax":
+        args, fn = (torch.randn(13, 48),), K.softmax
+        expected = torch.softmax(args[0], 1)
+        config = {"block_sizes": [4]}
+    else:
+        args, fn = (torch.randn(37, 32), torch.randn(37, 32)), K.add
+        expected = args[0] + args[1]
+        config = {"block_sizes": [16, 8]}
+    args = tuple(a.to(device) for a in args)
+    expected = expected.to(device)
+    bound = bind(fn, *args, dot_precision="ieee")
+    assert "tensor_descriptor" in bound.config_spec["indexing"].fragments[0].choices
+    config["indexing"] = "tensor_descriptor"
+    source = run_and_check(bound, config, args, expected, 1e-3)
+    assert "tl.make_tensor_descriptor(" in source
+    assert "_desc.load([" in source
+
+
+@pytest.mark.skipif(not has_block_ptr(), reason="this Triton has no block pointers")
+def test_block_ptr_indexing(device):
+    args = tuple(t.to(device) for t in matmul_args())
+    bound = bind(K.matmul, *args)
+    source = run_and_check(
+        bound, {"block_sizes": [16, 16, 16], "indexing": "block_ptr"}, args, args[0] @ args[1], 2e-2
+    )
+    assert "tl.make_block_ptr(" in source
+
+
+# -- the search space ----------------------------------------------------------------------------------
+
+
+def test_cpu_search_space():
+    a, b = matmul_args()
+    spec = bind(K.matmul, a, b).config_spec
+    expected = ("pointer", "block_ptr") if has_block_ptr() else ("pointer",)
+    assert spec["indexing"].fragments[0].choices == expected
+    assert "maxnreg" not in spec
+    assert spec["flatten_loops"].fragments[0].choices == (False,)  # the loop body holds a dot
+
+
+def test_cuda_search_space_on_hopper():
+    a, b = matmul_args()
+    bound = bind(K.matmul, a, b)
+    ir = bound.ir
+    hopper = TritonTarget("cuda", False, (9, 0), 132, has_block_ptr(), True, range_kwargs())
+    spec = derive_config_spec(ir, {})
+    adjust_spec(ir, spec, hopper, analyze(ir))
+    assert "tensor_descriptor" in spec["indexing"].fragments[0].choices
+    assert "maxnreg" in spec
+    older = TritonTarget("cuda", False, (8, 0), 108, has_block_ptr(), True, range_kwargs())
+    spec = derive_config_spec(ir, {})
+    adjust_spec(ir, spec, older, analyze(ir))
+    assert "tensor_descriptor" not in spec["indexing"].fragments[0].choices
+
+
+def carried_row(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(x.size(0)):
+        row = x[tile_m, :]
+        for _step in hl.tile(3, block_size=1):
+            row = row * 2.0
+        out[tile_m, :] = row
+    return out
+
+
+def test_infeasible_looped_reduction_is_restricted():
+    x = torch.randn(9, 70)
+    bound = bind(carried_row, x)
+    assert bound.config_spec["reduction_loops"].fragments[0].all_values() == [None]
+    for seed in range(3):
+        config = bound.config_spec.random_config(random.Random(seed))
+        torch.testing.assert_close(bound.compile_config(config)(x), x * 8)
+    long_sum = bind(K.long_sum, torch.randn(3, 1000)).config_spec
+    assert 64 in long_sum["reduction_loops"].fragments[0].all_values()
+
+
+def test_static_range_only_for_constant_bounds():
+    data, offsets = torch.randn(20), torch.tensor([0, 5, 20])
+    spec = bind(K.jagged_row_sum, data, offsets).config_spec
+    assert spec["static_ranges"].fragments[0].all_values() == [False]
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (K.matmul, matmul_args()),
+        (K.softmax, (torch.randn(13, 45),)),
+        (K.add, (torch.randn(37, 29), torch.randn(37, 29))),
+        (K.long_sum, (torch.randn(3, 9000),)),
+    ],
+)
+def test_seed_configs_are_valid(fn, args):
+    bound = bind(fn, *args)
+    seeds = bound.seed_configs()
+    assert len(seeds) >= 2
+    for seed in seeds:
+        assert bound.normalize(seed) == seed
+    bound.compile_config(seeds[0])(*args)
+    if fn is K.matmul:
+        assert all(seed["l2_groupings"] == [8] for seed in seeds)
+
+
+# -- backend contracts --------------------------------------------------------------------------------
+
+
+def test_second_compile_does_no_codegen(monkeypatch):
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    bound = bind(K.add, x, y)
+    config = bound.normalize({"block_sizes": [16, 16]})
+    backend = bound.backend
+    calls = []
+    original = backend.generate
+    monkeypatch.setattr(backend, "generate", lambda *a, **k: calls.append(1) or original(*a, **k))
+    first = bound.compile_config(config)
+    first(x, y)
+    first(x, y)
+    bound.compile_config(config)(x, y)
+    assert len(calls) == 1
+    ir = bound._variants[config][0].ir
+    assert backend.compile(ir, config) is backend.compile(ir, config)
+    assert len(calls) == 1
+
+
+def test_codegen_is_fast():
+    for fn, args in [
+        (K.matmul, matmul_args()),
+        (K.layer_norm, (torch.randn(11, 37), torch.randn(37), torch.randn(37))),
+    ]:
+        bound = bind(fn, *args)
+        ir = bound.ir
+        times = []
+        for seed in range(10):
+            config = bound.config_spec.random_config(random.Random(seed))
+            start = time.perf_counter()
+            bound.backend.generate(ir, config)
+            times.append(time.perf_counter() - start)
+        assert statistics.median(times) < 0.05, times
+
+
+mystery = ops.Op(
+    "mystery",
+    lambda inputs, attrs: [ops.TensorType(ops.shape_of(inputs[0]), inputs[0].dtype)],
+    elementwise=True,
+)
+
+
+def _with_mystery_op():
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    bound = bind(K.add, x, y)
+    ir = bound.ir
+    node = next(n for n in ir.walk() if n.op is ops.BINARY["add"])
+    node.op = mystery
+    return bound, ir, node
+
+
+def test_op_without_lowering_fails_with_its_location():
+    bound, ir, node = _with_mystery_op()
+    with pytest.raises(exc.BackendUnsupported) as info:
+        bound.backend.check(ir)
+    message = str(info.value)
+    assert "mystery" in message and "'triton'" in message
+    assert info.value.loc is node.loc and node.loc is not None
+    assert "kernels.py" in message
+    with pytest.raises(exc.BackendUnsupported, match="mystery"):
+        bound.backend.generate(ir, bound.config_spec.default_config())
+
+
+class _MysteryLowerings:
+    @hookimpl
+    def helion_lowerings(self, backend):
+        if backend != "triton":
+            return {}
+        return {
+            mystery: lambda ctx, node: f"{ctx.expr(node.inputs[0])} - {ctx.expr(node.inputs[1])}"
+        }
+
+
+class _DuplicateLowerings:
+    @hookimpl
+    def helion_lowerings(self, backend):
+        return {ops.BINARY["add"]: lambda ctx, node: "0"} if backend == "triton" else {}
+
+
+def test_plugin_lowerings_are_merged():
+    plugins.register_plugin(_MysteryLowerings(), "mystery-lowerings")
+    try:
+        bound, ir, _ = _with_mystery_op()
+        bound.backend.check(ir)
+        source = bound.backend.generate(ir, bound.config_spec.default_config()).source
+        assert "= load - load_1" in source
+    finally:
+        plugins.unregister_plugin("mystery-lowerings")
+
+
+def test_duplicate_lowering_is_an_error():
+    plugins.register_plugin(_DuplicateLowerings(), "duplicate-lowerings")
+    try:
+        with pytest.raises(ValueError, match="add"):
+            lowerings.lowering_table()
+    finally:
+        plugins.unregister_plugin("duplicate-lowerings")
+    with pytest.raises(ValueError, match="twice"):
+        lowerings.triton_lowering(ops.BINARY["add"])(lambda ctx, node: "0")
+
+
+def test_print_output_code(capsys):
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    kernel = helion.kernel(K.add, backend="triton", autotune_effort="none", print_output_code=True)
+    torch.testing.assert_close(kernel(x, y), x + y)
+    printed = capsys.readouterr().err
+    assert "@triton.jit" in printed and "def _helion_add(" in printed
+    assert bind(K.add, x, y).to_triton_code().startswith("# generated by helion-triton")
+
+
+def test_triton_interpret_env_is_honoured(tmp_path: Path):
+    script = tmp_path / "run.py"
+    tests = Path(__file__).resolve().parent
+    script.write_text(
+        textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tests)!r})
+        import torch, helion, kernels
+        import triton.language as tl
+        from triton.runtime.interpreter import InterpretedFunction
+        assert isinstance(tl.sum, InterpretedFunction)
+        x = torch.randn(13, 45)
+        kernel = helion.kernel(kernels.softmax, backend="triton", autotune_effort="none")
+        torch.testing.assert_close(kernel(x), torch.softmax(x, 1))
+        print("interpreted ok")
+    """)
+    )
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    result = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "interpreted ok" in result.stdout
+
+
+def test_target_of_cpu_is_the_interpreter():
+    target = target_for("cpu")
+    assert target.interpret and not target.is_cuda
+    assert target.indexing_choices()[0] == "pointer"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_tunables_compile():
+    a, b = (t.cuda() for t in matmul_args())
+    bound = bind(K.matmul, a, b)
+    assert "maxnreg" in bound.config_spec
+    config = {"block_sizes": [32, 32, 32], "maxnreg": 128, "num_warps": 4, "num_stages": 3}
+    source = run_and_check(bound, config, (a, b), a @ b, 1e-2)
+    assert "maxnreg=128" in source
