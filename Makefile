@@ -48,6 +48,9 @@ PLUGINS := helion-triton helion-pallas helion-cute helion-distributed
 	.venv-$*/bin/$(PIP) --no-build-isolation ./packages/$*
 	touch $@
 
+# keep the stamps (make would delete them as intermediates of the pattern rule)
+.PRECIOUS: .venv-%/$(STAMP)
+
 test-plugins-isolated: $(foreach p,$(PLUGINS),test-isolated-$(p))
 
 test-isolated-%: .venv-%/$(STAMP)
