@@ -295,7 +295,20 @@ def _load(ctx: Any, node: Node) -> str:
     pointer, mask, _ = pointer_access(ctx, node)
     if mask is None:
         return f"tl.load({pointer}{eviction})"
+    dtype = node.attrs["tensor"].dtype
+    if dtype in _FP8_BITS:
+        # Triton cannot cast the `other` fill value to fp8: load the bytes and bitcast them
+        bits = _FP8_BITS[dtype]
+        raw = f"tl.load(({pointer}).to(tl.pointer_type({bits})), {mask}, other=0{eviction})"
+        return f"{raw}.to({ctx.tl(dtype)}, bitcast=True)"
     return f"tl.load({pointer}, {mask}, other=0{eviction})"
+
+
+_FP8_BITS = {
+    getattr(torch, name): "tl.uint8"
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    if hasattr(torch, name)
+}
 
 
 @triton_lowering(ops.store)

@@ -131,31 +131,3 @@ def after_launch(*spaces: _Workspace, what: str) -> None:
             check_kernel_timeouts(space.handle, what)
 
 
-_ref_variants: dict[int, Any] = {}
-
-
-#: helion-triton lowers a masked load as ``tl.load(..., mask, other=0)``, and Triton cannot cast
-#: the int 0 to a float8 type (compiled or interpreted), so FP8 kernels meant for Triton run on
-#: the ref backend for now. Set to True once helion-triton loads float8 tiles.
-FP8_ON_TRITON = False
-
-
-def fp8_kernel_for(kernel: Any, device: torch.device) -> Any:
-    """The kernel to run an FP8 kernel with on ``device`` (see ``FP8_ON_TRITON``)."""
-    from helion.backends import default_backend_name
-
-    backend = kernel.settings.backend or default_backend_name()
-    if backend != "triton" or FP8_ON_TRITON:
-        return kernel
-    variant = _ref_variants.get(id(kernel))
-    if variant is None:
-        import helion
-
-        variant = helion.kernel(
-            kernel.fn,
-            configs=kernel.configs,
-            backend="ref",
-            static_shapes=kernel.settings.static_shapes,
-        )
-        _ref_variants[id(kernel)] = variant
-    return variant

@@ -23,7 +23,6 @@ import helion.language as hl
 from helion_distributed.kernels._common import after_launch
 from helion_distributed.kernels._common import check_fp8
 from helion_distributed.kernels._common import check_slots
-from helion_distributed.kernels._common import fp8_kernel_for
 from helion_distributed.kernels._common import group_info
 from helion_distributed.kernels._common import normalize_dim
 from helion_distributed.kernels._common import workspace
@@ -330,7 +329,7 @@ def fp8_all_gather_matmul(
     ws = copies[which]
     epoch = ws.next_epoch()
     check_slots(ws.handle, -(-m // 16) * info.world_size, "fp8_all_gather_matmul")
-    gathered, product = fp8_kernel_for(fp8_all_gather_matmul_kernel, a_shard.device)(
+    gathered, product = fp8_all_gather_matmul_kernel(
         a_shard,
         sa,
         b,
@@ -411,7 +410,7 @@ def fp8_matmul_reduce_scatter(
     (ws,) = workspace(
         "fp8_matmul_reduce_scatter", (info.world_size, m, n), torch.float32, a.device, info
     )
-    out = fp8_kernel_for(fp8_matmul_reduce_scatter_kernel, a.device)(
+    out = fp8_matmul_reduce_scatter_kernel(
         a.reshape(info.world_size, m, k),
         sa,
         b,
