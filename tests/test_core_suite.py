@@ -3,6 +3,7 @@
 (a) the ref backend with the default config,
 (b) the ref backend with random valid configs drawn from each kernel's ConfigSpec,
 (c) eager mode (HELION_INTERPRET), which runs the kernel's Python directly,
+(d) the Triton backend (through its interpreter on CPU) with the default and random configs,
 
 plus random shapes for a few kernels.
 """
@@ -214,3 +215,28 @@ def test_random_shapes_matmul(m, k, n, seed):
     torch.manual_seed(seed)
     args = (torch.randn(m, k, dtype=torch.float16), torch.randn(k, n, dtype=torch.float16))
     _random_shape_check(module, module.CASES[0], args, seed)
+
+
+# -- the Triton backend (its interpreter on CPU tensors) ---------------------------------------------
+
+_TRITON_KERNELS: dict[str, helion.Kernel] = {}
+
+
+def _triton_kernel(case) -> helion.Kernel:
+    kernel = _TRITON_KERNELS.get(case.name)
+    if kernel is None:
+        kernel = _TRITON_KERNELS[case.name] = helion.kernel(case.kernel.fn, backend="triton")
+    return kernel
+
+
+@pytest.mark.parametrize("module, case", CASES)
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_triton_default_and_random_configs(module, case, seed):
+    args = _inputs(module, case, seed)
+    bound = _triton_kernel(case).bind(args)
+    assert bound.backend.name == "triton"
+    _check(bound.compile_config(bound.config_spec.default_config()), case, args)
+    _check(bound.compile_config(bound.config_spec.random_config(random.Random(seed))), case, args)
