@@ -21,13 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import SUITE  # noqa: E402
 from _timing import Timer  # noqa: E402
 
-SUITE = [
-    "add", "axpy", "exp", "sum", "long_sum", "softmax", "softmax_two_pass", "matmul", "bmm",
-    "matmul_epilogue", "layer_norm", "rms_norm", "cross_entropy", "embedding", "attention",
-    "jagged_mean", "histogram", "split_k",
-]
 
 
 def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object]]:

@@ -24,26 +24,9 @@ import helion
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-SUITE = [
-    "add",
-    "axpy",
-    "exp",
-    "sum",
-    "long_sum",
-    "softmax",
-    "softmax_two_pass",
-    "matmul",
-    "bmm",
-    "matmul_epilogue",
-    "layer_norm",
-    "rms_norm",
-    "cross_entropy",
-    "embedding",
-    "attention",
-    "jagged_mean",
-    "histogram",
-    "split_k",
-]
+sys.path.insert(0, str(EXAMPLES))  # the examples import their helpers as `_common`
+
+from _common import SUITE  # noqa: E402
 
 
 def _load(stem: str):

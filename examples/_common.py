@@ -25,6 +25,13 @@ import helion
 
 DEVICE = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
+# the example modules that make up the core kernel suite (tests and benchmarks iterate over it)
+SUITE = (
+    "add", "axpy", "exp", "sum", "long_sum", "softmax", "softmax_two_pass", "matmul", "bmm",
+    "matmul_epilogue", "layer_norm", "rms_norm", "cross_entropy", "embedding", "attention",
+    "jagged_mean", "histogram", "split_k",
+)
+
 
 @dataclasses.dataclass
 class Case:

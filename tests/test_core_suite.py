@@ -28,29 +28,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))  # the examples import their helpers as `_common`
 
+from _common import SUITE  # noqa: E402
 from _common import assert_matches  # noqa: E402
 from _common import clone_args  # noqa: E402
 
-SUITE = [
-    "add",
-    "axpy",
-    "exp",
-    "sum",
-    "long_sum",
-    "softmax",
-    "softmax_two_pass",
-    "matmul",
-    "bmm",
-    "matmul_epilogue",
-    "layer_norm",
-    "rms_norm",
-    "cross_entropy",
-    "embedding",
-    "attention",
-    "jagged_mean",
-    "histogram",
-    "split_k",
-]
 
 
 def _load(stem: str):
