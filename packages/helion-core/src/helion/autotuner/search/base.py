@@ -38,6 +38,10 @@ class Evaluator(Protocol):
         ...
 
 
+# share of the time budget for the search proper; the rest re-benchmarks the leaders
+SEARCH_SHARE = 0.85
+
+
 class BudgetExhausted(Exception):
     """Raised inside a search when no more evaluations or seconds are left; ends the search."""
 
@@ -179,11 +183,11 @@ class BaseSearch:
         return max(0, self.max_evaluations - self.evaluations)
 
     def out_of_time(self) -> bool:
-        # the time budget never leaves the caller without a working config: it starts to count
-        # once one has been found
+        # the time budget never leaves the caller without a working config (nothing stops
+        # before one is found); the search gets SEARCH_SHARE of it, the re-benchmark the rest
         if self.budget_seconds is None or self.best_config is None:
             return False
-        return self.elapsed() >= self.budget_seconds
+        return self.elapsed() >= self.budget_seconds * SEARCH_SHARE
 
     def budget_left(self) -> bool:
         return self.evaluations_left() > 0 and not self.out_of_time()
@@ -323,11 +327,16 @@ class BaseSearch:
     def run(self) -> Config:
         """Search, then re-benchmark the leaders; returns the winner or raises NoConfigFound."""
         self._start = time.perf_counter()
-        if self.budget_seconds is not None and hasattr(self.evaluator, "deadline"):
-            # lets the harness skip the rest of a batch once the time is up
-            self.evaluator.deadline = self._start + float(self.budget_seconds)
+        timed = self.budget_seconds is not None and hasattr(self.evaluator, "deadline")
+        if timed:
+            # lets the harness skip the rest of a batch once the search's share is spent; the
+            # rest of the budget is kept for re-benchmarking the leaders, so the whole run
+            # (search + re-benchmark) ends within the budget
+            self.evaluator.deadline = self._start + float(self.budget_seconds) * SEARCH_SHARE
         with contextlib.suppress(BudgetExhausted):
             self._search()
+        if timed:
+            self.evaluator.deadline = self._start + float(self.budget_seconds)
         self._rebenchmark_leaders()
         if self.best_config is None:
             from helion import exc
