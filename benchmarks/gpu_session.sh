@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One batched GPU session, in phases (each fits one device call of at most 10 minutes):
+#
+#   bash benchmarks/gpu_session.sh check OUT   # Triton suite compiled (all pid_types, TMA), Pallas on GPU
+#   bash benchmarks/gpu_session.sh tune  OUT   # CuTe (needs the DSL staged), autotuner timing, distributed ws=1
+#   bash benchmarks/gpu_session.sh perf  OUT   # benchmarks/run.py, launch overhead, dynamic shapes
+#
+# Logs and JSON go to OUT; a failing step is reported and the next one still runs.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+phase=$1; out=${2:-/tmp/gpu-out}; mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export HELION_AUTOTUNE_PROGRESS_BAR=0
+bash benchmarks/gpu_setup.sh > "$out/setup.log" 2>&1 || { cat "$out/setup.log"; exit 1; }
+tail -1 "$out/setup.log"
+status=0
+step() {  # step NAME TIMEOUT CMD...
+  local name=$1 limit=$2; shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  [ $rc -ne 0 ] && status=1
+  echo "== $name: rc=$rc in $((SECONDS - start)) s"
+  tail -n "${TAIL:-25}" "$out/$name.log"
+}
+case "$phase" in
+  check)
+    step triton_check 330 python3 benchmarks/gpu_check.py --backend triton --random 2 --json "$out/triton_check.json"
+    step pallas_gpu 200 python3 packages/helion-pallas/tests/gpu_report.py --random 1
+    ;;
+  tune)
+    if python3 -c "import cutlass" 2>/dev/null; then
+      step cute_gpu 200 python3 benchmarks/cute_gpu.py --test-kernels
+    else
+      echo "== cute_gpu: skipped, the CuTe DSL is not staged on this machine"
+    fi
+    step autotune 200 python3 benchmarks/autotune.py --effort quick --json "$out/autotune.json"
+    for f in examples/distributed/*.py; do
+      case $f in */_*) continue ;; esac
+      TAIL=3 step "dist_$(basename "$f" .py)" 60 python3 -m torch.distributed.run --standalone --nproc-per-node 1 "$f"
+    done
+    ;;
+  perf)
+    step run 420 python3 benchmarks/run.py --effort quick --json "$out/run.json" --plot "$out/run.png"
+    step launch_overhead 60 python3 benchmarks/launch_overhead.py
+    ;;
+  examples)
+    TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
+    ;;
+  *) echo "usage: $0 check|tune|perf|examples OUT"; exit 2 ;;
+esac
+exit $status
