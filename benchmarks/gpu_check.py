@@ -32,10 +32,10 @@ def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object
         configs.append((f"random{i}", spec.random_config(rng)))
     fields = spec.fields
     if "pid_type" in fields:
-        for pid in fields["pid_type"].fragments()[0].all_values():
+        for pid in fields["pid_type"].fragments[0].all_values():
             configs.append((f"pid={pid}", spec.normalize({**dict(spec.default_config()), "pid_type": pid})))
     if "indexing" in fields and spec.length("indexing"):
-        allowed = fields["indexing"].fragments()[0].all_values()
+        allowed = fields["indexing"].fragments[0].all_values()
         if "tensor_descriptor" in allowed:
             configs.append(("tensor_descriptor", spec.normalize({**dict(spec.default_config()), "indexing": "tensor_descriptor"})))
     return configs

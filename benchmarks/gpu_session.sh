@@ -25,8 +25,8 @@ step() {  # step NAME TIMEOUT CMD...
 }
 case "$phase" in
   check)
-    step triton_check 330 python3 benchmarks/gpu_check.py --backend triton --random 2 --json "$out/triton_check.json"
-    step pallas_gpu 200 python3 packages/helion-pallas/tests/gpu_report.py --random 1
+    step triton_check 420 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/triton_check.json"
+    step pallas_gpu 120 python3 packages/helion-pallas/tests/gpu_report.py --random 1
     ;;
   tune)
     if python3 -c "import cutlass" 2>/dev/null; then
