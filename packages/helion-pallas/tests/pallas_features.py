@@ -71,6 +71,7 @@ def two_loops(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile in hl.tile(x.size(0)):
         tmp[tile] = x[tile] + 1
+    hl.barrier()  # the second loop reads what the first writes (LoopDependencyError without it)
     for tile in hl.tile(x.size(0)):
         out[tile] = tmp[tile] * 3
     return out

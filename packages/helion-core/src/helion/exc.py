@@ -672,6 +672,14 @@ class ReductionDimInvalidForShape(BaseError):
     message = "Reduction dim {0} is invalid for shape {1!s}."
 
 
+class DimensionNotWhole(BaseError):
+    message = "{0} needs every element of dimension {1} at once, but {2}."
+    hint = (
+        "Load that dimension as a full slice (x[tile, :]), or iterate it with hl.tile(n) over "
+        "constant bounds so that one tile can cover it."
+    )
+
+
 class DuplicateStoreIndicesError(BaseError):
     message = "Store indices contain duplicates: {0!s}"
 
@@ -823,6 +831,15 @@ class StackTensorExampleOnDevice(BaseError):
     message = "StackTensor example tensor must be defined on host, not inside a device loop."
 
 
+class StackTensorUnknownPointer(BaseError):
+    message = "{0}: no live tensor holds the buffer at {1}."
+    hint = (
+        "The ref backend and eager mode read StackTensor buffers through tensors they know: build "
+        "the pointers with hl.stack_pointers(tensors) (or hl.register_buffers(*tensors)), or point "
+        "at tensor arguments the kernel reads."
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors: tunables and configs
 # ---------------------------------------------------------------------------------------------
@@ -881,6 +898,12 @@ class InconsistantConfigsAcrossRanks(BaseError):
 
 
 class AutotuneError(BaseError):
+    message = "{0}"
+
+
+class TorchIntegrationError(BaseError):
+    """A kernel cannot run as a PyTorch custom operator (torch.compile, autograd, fake tensors)."""
+
     message = "{0}"
 
 

@@ -503,6 +503,9 @@ def emit_atomic(ctx: Any, node: Node, args: list) -> CVal:
     kind = node.attrs["kind"]
     if kind == "cas":
         raise exc.BackendUnsupported("hl.atomic_cas", "cute", loc=node.loc)
+    if node.attrs.get("mask") is not None:
+        # the lane predicate below covers tile bounds only (a mask comes from hl.jagged_tile)
+        raise exc.BackendUnsupported("a masked atomic (inside hl.jagged_tile)", "cute", loc=node.loc)
     if kind in ("max", "min") and dtype.is_floating_point:
         if dtype != torch.float32:
             raise exc.BackendUnsupported(f"atomic_{kind} on {dtype}", "cute", loc=node.loc)

@@ -363,7 +363,7 @@ def _atomic(ctx: KernelCodegen, node: Node) -> str:
     shape = node.output.shape
     value = f"jnp.broadcast_to({ctx.typed(node.inputs[node.attrs['value']], tensor.dtype)}, {ctx.shape_text(shape)})"
     indices = _gather_indices(ctx, node, shape)
-    mask = _mask_in(ctx, node, shape, None, full=True)
+    mask = _mask_in(ctx, node, shape, _extra_mask(ctx, node), full=True)
     if ctx.options.interpret:
         expected = "None"
         if kind == "cas":

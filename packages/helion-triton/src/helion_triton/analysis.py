@@ -148,7 +148,8 @@ class KernelAnalysis:
         """Does ``node`` consume the per-element ``value`` and leave ``symbol`` behind?"""
         if node.op.reduction:
             position = _position(value.type.shape, symbol)
-            return node.inputs[0] is value and node.attrs["dim"] == position
+            # (a custom reduction reduces every one of its inputs)
+            return any(operand is value for operand in node.inputs) and node.attrs["dim"] == position
         if node.op is ops.dot:
             a, b = node.inputs[0], node.inputs[1]
             return (
@@ -184,8 +185,12 @@ class KernelAnalysis:
                 return f"a {node.op.name} carries a value over the dimension"
             if node.op is ops.device_print:
                 return "device_print of a value over the dimension"
+            if node.op.opaque:
+                return f"{node.op.name} (user code) computes over the dimension"
             if node.op.scan and _position(node.inputs[0].type.shape, symbol) == node.attrs["dim"]:
                 return "a scan along the dimension"
+            if node.op.whole_dim and _position(node.inputs[0].type.shape, symbol) == node.attrs["dim"]:
+                return f"{node.op.name} along the dimension"
             if node.op.memory == "load":
                 reads.add(node.attrs["tensor"].index)
             if node.op.memory == "atomic" and any(self.users(out) for out in node.outputs):

@@ -37,6 +37,7 @@ from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion_triton import fp8
 from helion_triton import looped
 from helion_triton import mathlib
 from helion_triton.analysis import KernelAnalysis
@@ -381,6 +382,11 @@ class KernelCodegen:
             return expr
         if to == torch.bool:
             return f"({expr} != 0)"
+        if self.target.interpret and (to in fp8.FP8 or frm in fp8.FP8):
+            return fp8.interpreted_cast(self, expr, to, frm) or f"{atom(expr)}.to({self.tl(to)})"
+        if to == torch.bfloat16 and self.target.interpret and not (frm and frm.is_floating_point):
+            # the interpreter turns ints / bools into bf16 by reinterpreting bits: go via float32
+            return f"{atom(expr)}.to(tl.float32).to(tl.bfloat16)"
         return f"{atom(expr)}.to({self.tl(to)})"
 
     def operand(self, operand: Any, dtype: torch.dtype) -> str:
@@ -623,6 +629,12 @@ class KernelCodegen:
             raise exc.InternalError(
                 f"the triton lowering of {node.op.name} produced no value", loc=node.loc
             )
+        if isinstance(result, tuple):
+            # one expression per output (sort: values and indices); None for an unused output
+            for out, part in zip(node.outputs, result, strict=True):
+                if part is not None:
+                    self.exprs[out.id] = self.assign(_strip_parens(part), out.name_hint)
+            return
         out = node.outputs[0]
         self.exprs[out.id] = self.assign(_strip_parens(result), out.name_hint)
         if node.op.memory == "load" or (
@@ -685,7 +697,7 @@ class KernelCodegen:
                 )
                 else self.index_dtype
             )
-            if offset_dtype != self.index_dtype:
+            if offset_dtype != self.index_dtype or (self.target.interpret and not static):
                 # the loop variable is an int32 (a plain int in the interpreter): retype it once
                 offset = self.assign(
                     f"tl.full([], {offset}, {self.tl(self.index_dtype)})", f"offset_{block_id}"

@@ -226,10 +226,9 @@ def _persistent(cg: KernelCodegen, loops: list[TopLoop], pid_type: str, barrier:
                 f"for {virtual} in tl.range({start}, tl.minimum({start} + {per_program}, {total})):"
             )
         with cg.indented():
-            pid = virtual
-            if cg.index_dtype == torch.int64:
-                # a loop variable may be a plain int (the interpreter): tl.full types it either way
-                pid = cg.assign(f"tl.full([], {virtual}, tl.int64)", "pid")
+            # a loop variable may be a plain int (the interpreter), which has no .to() for a
+            # grid index used as a value: tl.full types it either way
+            pid = cg.assign(f"tl.full([], {virtual}, {cg.tl(cg.index_dtype)})", "pid")
             _emit_top_loop(cg, plan, pid)
         if barrier and index < len(loops) - 1:
             cg.emit(f"_helion_grid_barrier({cg.barrier_param}, {index + 1} * tl.num_programs(0))")

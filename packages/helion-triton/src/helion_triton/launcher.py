@@ -106,7 +106,8 @@ def _language_functions() -> list[tuple[ModuleType, str, Any]]:
     from triton.runtime.jit import JITFunction
 
     found = []
-    for module in (tl, tl.standard):
+    # tl.random's functions call each other through their own module (tl.rand -> randint -> philox)
+    for module in (tl, tl.standard, tl.random):
         for name, value in list(vars(module).items()):
             if isinstance(value, JITFunction):
                 found.append((module, name, value))

@@ -50,8 +50,14 @@ def lowering_table() -> dict[ops.Op, Rule]:
     """This backend's rules merged with those plugins provide for it (rebuilt when plugins change)."""
     global _table_cache
     # the other families register into TRITON_LOWERINGS when imported
+    import helion_triton.combine
+    import helion_triton.inline_code
     import helion_triton.memory
     import helion_triton.reductions
+    import helion_triton.rng
+    import helion_triton.scaled_dot
+    import helion_triton.shape_ops
+    import helion_triton.stack
     import helion_triton.views  # noqa: F401
 
     generation = plugins.generation()
@@ -79,6 +85,13 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 def compute_float(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in LOW_PRECISION else dtype
+
+
+def interpreted_float(ctx: Any, dtype: torch.dtype, node: Node) -> torch.dtype:
+    """The dtype plain arithmetic on ``dtype`` runs in: the Triton interpreter keeps bf16 values
+    as raw uint16 bits (its add, compare, min/max act on those integers), so bf16 goes via float32."""
+    interpreted = dtype == torch.bfloat16 and ctx.target.interpret
+    return torch.float32 if interpreted and not _all_constant(node) else dtype
 
 
 # -- elementwise: unary ---------------------------------------------------------------------------
@@ -184,7 +197,8 @@ def _same_dtype(ctx: Any, node: Node) -> tuple[str, torch.dtype]:
 @triton_lowering(ops.UNARY["neg"])
 def _neg(ctx: Any, node: Node) -> str:
     x, dtype = _same_dtype(ctx, node)
-    return f"-{x}" if dtype != torch.bool else x
+    compute = interpreted_float(ctx, dtype, node)
+    return ctx.cast(f"-{ctx.cast(x, compute, dtype)}", dtype, compute) if dtype != torch.bool else x
 
 
 @triton_lowering(ops.UNARY["abs"])
@@ -197,7 +211,8 @@ def _abs(ctx: Any, node: Node) -> str:
 def _relu(ctx: Any, node: Node) -> str:
     x, dtype = _same_dtype(ctx, node)
     # `x < 0` is False for NaN, which therefore passes through as torch.relu does
-    return x if dtype == torch.bool else f"tl.where({x} < 0, 0, {x})"
+    negative = f"{ctx.cast(x, interpreted_float(ctx, dtype, node), dtype)} < 0"
+    return x if dtype == torch.bool else f"tl.where({negative}, 0, {x})"
 
 
 def _rounding_rule(template: str) -> Rule:
@@ -333,10 +348,11 @@ def _typed(ctx: Any, node: Node, expr: str) -> str:
 def _operator_rule(symbol: str) -> Rule:
     def rule(ctx: Any, node: Node) -> str:
         dtype = node.output.dtype
-        a, b = _binary_operands(ctx, node, dtype)
+        compute = interpreted_float(ctx, dtype, node)
+        a, b = _binary_operands(ctx, node, compute)
         if dtype == torch.bool and symbol in ("+", "*"):
             return _typed(ctx, node, f"({a} {'|' if symbol == '+' else '&'} {b})")
-        return _typed(ctx, node, f"({a} {symbol} {b})")
+        return _typed(ctx, node, ctx.cast(f"({a} {symbol} {b})", dtype, compute))
 
     return rule
 
@@ -347,7 +363,7 @@ for _name, _symbol in _OPERATORS.items():
 
 def _comparison_rule(symbol: str) -> Rule:
     def rule(ctx: Any, node: Node) -> str:
-        dtype = ops.promote_types(*node.inputs)
+        dtype = interpreted_float(ctx, ops.promote_types(*node.inputs), node)
         a, b = _binary_operands(ctx, node, dtype)
         return _typed(ctx, node, f"({a} {symbol} {b})")
 
@@ -447,9 +463,11 @@ def _pow(ctx: Any, node: Node) -> str:
 def _extreme_rule(name: str) -> Rule:
     def rule(ctx: Any, node: Node) -> str:
         dtype = node.output.dtype
-        a, b = _binary_operands(ctx, node, dtype)
+        compute = interpreted_float(ctx, dtype, node)
+        a, b = _binary_operands(ctx, node, compute)
         if dtype.is_floating_point:
-            return _typed(ctx, node, f"tl.{name}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)")
+            result = f"tl.{name}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+            return _typed(ctx, node, ctx.cast(result, dtype, compute))
         if dtype == torch.bool:
             return f"({a} {'|' if name == 'maximum' else '&'} {b})"
         return _typed(ctx, node, f"tl.{name}({a}, {b})")
@@ -494,13 +512,14 @@ def _cast(ctx: Any, node: Node) -> str:
 def _clamp(ctx: Any, node: Node) -> str:
     x, low, high = node.inputs
     dtype = node.output.dtype
-    result = ctx.operand(x, dtype)
+    compute = interpreted_float(ctx, dtype, node)
+    result = ctx.operand(x, compute)
     nan = ", propagate_nan=tl.PropagateNan.ALL" if dtype.is_floating_point else ""
     if low is not None:
-        result = f"tl.maximum({result}, {ctx.operand(low, dtype)}{nan})"
+        result = f"tl.maximum({result}, {ctx.operand(low, compute)}{nan})"
     if high is not None:
-        result = f"tl.minimum({result}, {ctx.operand(high, dtype)}{nan})"
-    return result
+        result = f"tl.minimum({result}, {ctx.operand(high, compute)}{nan})"
+    return ctx.cast(result, dtype, compute)
 
 
 __all__ = ["TRITON_LOWERINGS", "compute_float", "lowering_table", "triton_lowering"]

@@ -38,13 +38,14 @@ class BoxDim:
 
 
 def _access_shape(node: Node) -> tuple:
-    if node.op.memory == "store":
+    if node.op.memory == "store" or not node.outputs:  # a store (or a StackTensor store)
         return tuple(node.inputs[node.attrs["value"]].shape)
     return tuple(node.output.shape)
 
 
-def pointer_access(ctx: Any, node: Node) -> tuple[str, str | None, str]:
-    """``(pointer, mask, offset)`` of a memory op with pointer indexing."""
+def pointer_access(ctx: Any, node: Node, lead: int = 0) -> tuple[str, str | None, str]:
+    """``(pointer, mask, offset)`` of a memory op with pointer indexing; ``lead`` dims of the
+    access shape come before those of the index (the buffers of a StackTensor)."""
     tensor: TensorArg = node.attrs["tensor"]
     items = node.attrs["items"]
     shape = _access_shape(node)
@@ -54,7 +55,7 @@ def pointer_access(ctx: Any, node: Node) -> tuple[str, str | None, str]:
     terms: list[str] = []
     masks: list[str] = []
     vector = False
-    position = 0
+    position = lead
     tensor_position = None
     dim = 0
 

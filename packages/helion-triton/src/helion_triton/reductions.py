@@ -9,6 +9,7 @@ import torch
 
 from helion.ir.core import Node
 from helion.language import _ops as ops
+from helion_triton import combine
 from helion_triton.codegen import literal
 from helion_triton.lowerings import Rule
 from helion_triton.lowerings import compute_float
@@ -123,6 +124,8 @@ triton_lowering(ops.REDUCTIONS["argmin"])(_arg_rule("argmin"))
 
 def looped_sink_init(ctx: Any, node: Node) -> dict[str, Any]:
     """Accumulators of a reduction (or dot) that runs over chunks; emitted before the loop."""
+    if node.op is ops.custom_reduce:
+        return combine.looped_init(ctx, node)
     out = node.output
     if node.op is ops.dot:
         return _dot_looped_init(ctx, node)
@@ -142,6 +145,9 @@ def looped_sink_init(ctx: Any, node: Node) -> dict[str, Any]:
 
 
 def looped_sink_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
+    if node.op is ops.custom_reduce:
+        combine.looped_update(ctx, node, state)
+        return
     if node.op is ops.dot:
         _dot_looped_update(ctx, node, state)
         return
@@ -166,6 +172,8 @@ def looped_sink_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
 
 
 def looped_sink_finish(ctx: Any, node: Node, state: dict[str, Any]) -> str:
+    if node.op is ops.custom_reduce:
+        return combine.looped_finish(ctx, node, state)
     if node.op is ops.dot:
         return _dot_looped_finish(ctx, node, state)
     if "index" in state:
@@ -242,6 +250,9 @@ def _dot_operands(ctx: Any, node: Node) -> tuple[str, str, torch.dtype, bool]:
         dtype = torch.promote_types(a.dtype, b.dtype)
     if dtype.is_floating_point and dtype.itemsize == 1 and a.dtype != b.dtype:
         dtype = torch.float16
+    if dtype == torch.bfloat16 and ctx.target.interpret:
+        # the interpreter's tl.dot multiplies bf16 bit patterns as integers: upcast (exact)
+        dtype = torch.float32
     a_expr = ctx.cast(ctx.expr(a), dtype, a.dtype)
     b_expr = ctx.cast(ctx.expr(b), dtype, b.dtype)
     k = a.shape[-1]

@@ -125,6 +125,10 @@ def _arange(ctx: Any, node: Node) -> str:
     start = int(node.attrs["start"])
     length = node.attrs["length"]
     expr = f"tl.arange(0, {ctx.dim_str(length)})"
+    info = ctx.analysis.block_of_symbol.get(length) if getattr(length, "is_Symbol", False) else None
+    if info is not None and info.kind == "reduction" and info.block_id in ctx.rdims:
+        # the indices of a reduction dimension: in a looped reduction, those of the current chunk
+        expr = ctx.rdims[info.block_id].index
     if start:
         expr = f"({expr} + {start})"
     return ctx.cast(expr, node.attrs["dtype"], torch.int32)

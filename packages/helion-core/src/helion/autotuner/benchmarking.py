@@ -93,6 +93,19 @@ class CandidateResult:
 
 
 # ================================================================================ arguments
+# Accuracy runs start from one state of torch's CPU generator: a kernel with torch.rand in device
+# code draws its seed from it at every launch, and must draw the same one for every config.
+ACCURACY_RNG_SEED = 0
+
+
+@contextlib.contextmanager
+def accuracy_rng() -> Any:
+    """Run the block with torch's CPU generator seeded to ``ACCURACY_RNG_SEED``, then restore it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.random.default_generator.manual_seed(ACCURACY_RNG_SEED)
+        yield
+
+
 def _clone_tensor(tensor: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         try:
@@ -480,7 +493,8 @@ def run_candidate(
         send(("compiled", time.perf_counter() - start))
         phase = "run"
         call_args = clone_args(tuple(args))
-        output = fn(*call_args)
+        with accuracy_rng():
+            output = fn(*call_args)
         synchronize(device)
         if return_output:
             send(("output", _to_bytes((_detach_tree(output), mutated_arguments(args, call_args)))))
@@ -1095,7 +1109,8 @@ class BenchmarkHarness:
         try:
             if baseline_fn is not None:
                 call_args = clone_args(self.args)
-                output = baseline_fn(*call_args)
+                with accuracy_rng():
+                    output = baseline_fn(*call_args)
                 synchronize(self.device)
                 mutated = mutated_arguments(self.args, call_args)
                 return Baseline(
@@ -1128,7 +1143,8 @@ class BenchmarkHarness:
             return _to_device(output, self.device), _to_device(mutated, self.device)
         fn = call_with_timeout(lambda: self.bound.compile_config(default), self.compile_timeout)
         call_args = clone_args(self.args)
-        output = call_with_timeout(lambda: fn(*call_args), self.run_timeout)
+        with accuracy_rng():
+            output = call_with_timeout(lambda: fn(*call_args), self.run_timeout)
         synchronize(self.device)
         return _detach_tree(output), mutated_arguments(self.args, call_args)
 
@@ -1222,9 +1238,10 @@ class BenchmarkHarness:
             phase = "run"
             if not (first_run_done and accuracy_checked):
                 call_args = clone_args(self.args)
-                output = call_with_timeout(
-                    lambda: _call_and_sync(fn, call_args, self.device), self.run_timeout
-                )
+                with accuracy_rng():
+                    output = call_with_timeout(
+                        lambda: _call_and_sync(fn, call_args, self.device), self.run_timeout
+                    )
                 if self.baseline is not None:
                     problem = self.baseline.check(output, call_args)
                     if problem is not None:

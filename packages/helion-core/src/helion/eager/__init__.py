@@ -9,6 +9,7 @@ ordinary builtins. See `helion.eager.mode` for the rules.
 from __future__ import annotations
 
 import os
+import types
 from typing import Any
 from typing import Sequence
 
@@ -34,8 +35,22 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
         raise exc.IncompatibleInterpretModes()
     if settings is not None and getattr(settings, "print_output_code", False):
         raise exc.RefEagerModeCodePrintError()
-    fn = getattr(kernel, "fn", kernel)
+    fn = _with_device_replacements(getattr(kernel, "fn", kernel))
     values = tuple(a.value if isinstance(a, ConstExpr) else a for a in args)
     mode = EagerMode(kernel, values)
     with active_mode(mode), EagerTorchMode(mode):
         return fn(*values)
+
+
+def _with_device_replacements(fn: Any) -> Any:
+    """`fn`, or a copy of it whose globals map torch functions that device code gives Helion's
+    meaning (`torch._higher_order_ops.associative_scan`) to their hl versions."""
+    from helion.language._combine import device_replacements
+
+    namespace = getattr(fn, "__globals__", None)
+    replacements = device_replacements(namespace) if namespace is not None else {}
+    if not replacements:
+        return fn
+    copy = types.FunctionType(fn.__code__, {**namespace, **replacements}, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy

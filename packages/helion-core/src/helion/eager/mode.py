@@ -28,6 +28,10 @@ from torch.overrides import TorchFunctionMode
 
 from helion import exc
 from helion.eager import indexing
+from helion.eager import sorting
+from helion.eager import rng
+from helion.eager.jagged import encloses_jagged, jagged_end
+from helion.eager.stack import EagerStackTensor, make_stack
 from helion.eager.tiles import RefTile
 from helion.language import ConstExpr
 
@@ -292,7 +296,10 @@ class EagerTorchMode(TorchFunctionMode):
             tensor, index, value = args
             indexing.store(tensor, index, tiles_to_indices(value))
             return None
-        handler = _MATMUL_HANDLERS.get(func)
+        random = rng.TORCH_HANDLERS.get(func)
+        if random is not None:
+            return random(self.mode, *args, **kwargs)
+        handler = _MATMUL_HANDLERS.get(func) or sorting.HANDLERS.get(func)
         if handler is not None:
             return handler(*tiles_to_indices(args), **tiles_to_indices(kwargs))
         inplace = _INPLACE.get(func)
@@ -332,6 +339,10 @@ class EagerMode:
         self.next_block_id = 0
         configs = list(getattr(kernel, "configs", []) or [])
         self.config = configs[0] if len(configs) == 1 else None
+        self.args = tuple(args)  # where StackTensor pointers may point (see eager.stack)
+        self.fn = getattr(kernel, "fn", kernel)
+        self.running_tiles: list[tuple] = []  # the current tiles of each running loop, outer first
+        self.rng_call_seed: int | None = None  # torch.rand's seed for this call (eager.rng)
 
     # -- misuse ----------------------------------------------------------------------------------
 
@@ -368,6 +379,9 @@ class EagerMode:
                 raise exc.RankMismatch(len(ends), len(block_sizes), " (block_size of hl.tile)")
         else:
             block_sizes = [block_size] * len(ends)
+        if encloses_jagged(self.fn):
+            # the parent of the jagged loop inside then holds one length (see eager.jagged)
+            block_sizes = [1] * len(ends)
         steps = []
         for begin, end, size in zip(begins, ends, block_sizes, strict=True):
             if begin > end:
@@ -402,12 +416,28 @@ class EagerMode:
         per_dim = [list(range(b, e, s)) for b, e, s in zip(begins, ends, steps, strict=True)]
         return self._loop(per_dim, multi)
 
+    def hl_jagged_tile(self, parent: Any) -> Iterator[Any]:
+        if self.depth == 0:
+            raise exc.InvalidJaggedTileUsage(
+                "hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first"
+            )
+        end = jagged_end(parent)
+        tiles = [RefTile(0, end, max(end, 1), 0, end, self.index_dtype, self.device)] if end > 0 else []
+        self.made_tiles = True
+        return self._loop([tiles], False)
+
+    def hl_stacktensor_like(self, tensor_like: Any, dev_ptrs: Any) -> Any:
+        return make_stack(tensor_like, dev_ptrs, self.args, self.depth)
+
     def _loop(self, per_dim: list[list[Any]], multi: bool) -> Iterator[Any]:
         self.depth += 1
+        self.running_tiles.append(())
         try:
             for combo in itertools.product(*per_dim):
+                self.running_tiles[-1] = combo
                 yield tuple(combo) if multi else combo[0]
         finally:
+            self.running_tiles.pop()
             self.depth -= 1
 
     def hl_barrier(self) -> None:
@@ -477,6 +507,15 @@ class EagerMode:
                 )
             return torch.full(sizes, value, dtype=dtype, device=self.device)
 
+    def hl_rand(self, shape: list, seed: Any, offsets: Any = None) -> torch.Tensor:
+        return rng.hl_rand(self, shape, seed, offsets)
+
+    def hl_randint(self, shape: list, low: Any, high: Any, seed: Any) -> torch.Tensor:
+        return rng.hl_randint(self, shape, low, high, seed)
+
+    def hl_rand4x(self, seed: Any, offsets: Any) -> tuple:
+        return rng.hl_rand4x(self, seed, offsets)
+
     def hl_arange(self, *args: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
         self._device_only("arange")
         if len(args) == 1:
@@ -503,6 +542,8 @@ class EagerMode:
             raise exc.InvalidConfig(
                 f"eviction_policy must be evict_first or evict_last, got {eviction_policy!r}"
             )
+        if isinstance(tensor, EagerStackTensor):
+            return tensor.load(list(index), tiles_to_indices(extra_mask))
         if not isinstance(tensor, torch.Tensor):
             raise exc.InvalidIndexingType(f"hl.load of a {type(tensor).__name__}")
         with torch._C.DisableTorchFunction():
@@ -510,6 +551,8 @@ class EagerMode:
 
     def hl_store(self, tensor: Any, index: list, value: Any, extra_mask: Any = None) -> None:
         self._device_only("store")
+        if isinstance(tensor, EagerStackTensor):
+            return tensor.store(list(index), tiles_to_indices(value), tiles_to_indices(extra_mask))
         if not isinstance(tensor, torch.Tensor):
             raise exc.NonTensorSubscriptAssign(type(tensor).__name__)
         with torch._C.DisableTorchFunction():
@@ -527,6 +570,8 @@ class EagerMode:
         expected: Any = None,
     ) -> torch.Tensor:
         self._device_only("atomic")
+        if isinstance(target, EagerStackTensor):
+            raise exc.NotAllowedOnDevice(f"hl.atomic_{kind} on a StackTensor")
         if not isinstance(target, torch.Tensor):
             raise exc.AtomicOnDeviceTensor(f"hl.atomic_{kind}")
         if sem not in ("relaxed", "acquire", "release", "acq_rel"):
@@ -542,6 +587,22 @@ class EagerMode:
                 kind, target, list(index), tiles_to_indices(value), tiles_to_indices(expected)
             )
 
+    def hl_split(self, tensor: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        self._device_only("split")
+        if not isinstance(tensor, torch.Tensor) or tensor.ndim == 0 or tensor.shape[-1] != 2:
+            shape = list(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise exc.ShapeMismatch(f"hl.split needs a last dimension of size 2, got {shape}")
+        with torch._C.DisableTorchFunction():
+            return tensor[..., 0], tensor[..., 1]
+
+    def hl_join(self, t0: Any, t1: Any) -> torch.Tensor:
+        self._device_only("join")
+        with torch._C.DisableTorchFunction():
+            a, b = (torch.as_tensor(tiles_to_indices(t), device=self.device) for t in (t0, t1))
+            dtype = torch.result_type(a, b)
+            a, b = torch.broadcast_tensors(a.to(dtype), b.to(dtype))
+            return torch.stack([a, b], dim=-1)
+
     def hl_subscript(self, tensor: Any, index: list) -> torch.Tensor:
         self._device_only("subscript")
         with torch._C.DisableTorchFunction():
@@ -556,6 +617,35 @@ class EagerMode:
         with torch._C.DisableTorchFunction():
             return dot(mat1, mat2, acc, out_dtype, default_float32=True)
 
+    def hl_dot_scaled(
+        self,
+        mat1: Any,
+        mat1_scale: Any,
+        mat1_format: Any,
+        mat2: Any,
+        mat2_scale: Any,
+        mat2_format: Any,
+        acc: Any = None,
+        out_dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
+        from helion.eager import special_ops
+
+        self._device_only("dot_scaled")
+        with torch._C.DisableTorchFunction():
+            return special_ops.dot_scaled(
+                mat1, mat1_scale, mat1_format, mat2, mat2_scale, mat2_format, acc, out_dtype
+            )
+
+    def hl_inline_triton(self, triton_source: Any, args: Any, output_like: Any) -> Any:
+        from helion.eager import special_ops
+
+        raise special_ops.triton_only("inline_triton", special_ops.INLINE_TRITON_HINT)
+
+    def hl_inline_asm_elementwise(self, *args: Any) -> Any:
+        from helion.eager import special_ops
+
+        raise special_ops.triton_only("inline_asm_elementwise", special_ops.INLINE_ASM_HINT)
+
     def hl_scan(self, kind: str, input: Any, dim: int, reverse: bool = False) -> torch.Tensor:
         self._device_only("scan")
         scan = {"cumsum": torch.cumsum, "cumprod": torch.cumprod}.get(kind)
@@ -566,6 +656,22 @@ class EagerMode:
             if reverse:
                 return scan(values.flip(dim), dim).flip(dim)
             return scan(values, dim)
+
+    def hl_reduce(
+        self, combine_fn: Any, input_tensor: Any, dim: Any = None, *, other: Any = 0, keep_dims: bool = False
+    ) -> Any:
+        from helion.language._combine import eager_reduce
+
+        self._device_only("reduce")
+        return eager_reduce(combine_fn, tiles_to_indices(input_tensor), dim, other, keep_dims)
+
+    def hl_associative_scan(
+        self, combine_fn: Any, input_tensor: Any, dim: Any, *, reverse: bool = False, tuple_form: bool | None = None
+    ) -> Any:
+        from helion.language._combine import eager_scan
+
+        self._device_only("associative_scan")
+        return eager_scan(combine_fn, tiles_to_indices(input_tensor), dim, reverse, tuple_form)
 
     def hl_device_print(self, prefix: str, *values: Any) -> None:
         print(prefix, *values)

@@ -143,7 +143,8 @@ def is_device_loop(node: ast.stmt, namespace: dict[str, Any]) -> bool:
         return False
     import helion.language as hl
 
-    return _resolve(node.iter.func, namespace) in (hl.tile, hl.grid)
+    # hl.jagged_tile counts so that a top-level one reaches the tracer, which reports it
+    return _resolve(node.iter.func, namespace) in (hl.tile, hl.grid, hl.jagged_tile)
 
 
 def _is_barrier(node: ast.stmt, namespace: dict[str, Any]) -> bool:
@@ -450,7 +451,10 @@ def build_device_factory(split: SplitKernel) -> types.CodeType:
 
 def make_device_function(split: SplitKernel, factory_code: types.CodeType, overrides: dict[str, Any]) -> Callable:
     """The device function, with builtins replaced as device code expects (range → hl.grid, ...)."""
+    from helion.language._combine import device_replacements
+
     namespace = dict(split.source.fn.__globals__)
+    namespace.update(device_replacements(namespace))  # torch functions with a device meaning
     namespace.update(overrides)
     namespace.setdefault("__builtins__", builtins)
     factory = types.FunctionType(factory_code, namespace, "__helion_make_device__")

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from helion import exc
+from helion.frontend import rng
 from helion.frontend.proxies import DeviceValue, SymDim, TileProxy
 from helion.ir.core import TensorType, Value
 from helion.language import _ops as ops
@@ -457,6 +458,19 @@ register(torch.cumsum, *_methods("cumsum"))(_scan("cumsum"))
 register(torch.cumprod, *_methods("cumprod"))(_scan("cumprod"))
 
 
+def _cum_extreme(kind: str) -> Handler:
+    def handler(tracer: Any, x: Any, dim: int) -> Any:
+        from helion.frontend.combine import trace_cum_extreme
+
+        return trace_cum_extreme(tracer, kind, x, dim)
+
+    return handler
+
+
+register(torch.cummax, *_methods("cummax"))(_cum_extreme("cummax"))
+register(torch.cummin, *_methods("cummin"))(_cum_extreme("cummin"))
+
+
 # -- matmul --------------------------------------------------------------------------------------
 
 
@@ -681,6 +695,12 @@ register(torch.ones_like)(_like(1))
 register(torch.empty_like)(_like(0))
 register(torch.full_like)(_like(None))
 
+# random numbers: Philox seeded from the kernel's per-call seed (helion.frontend.rng)
+register(torch.rand)(rng.torch_rand)
+register(torch.randn)(rng.torch_randn)
+register(torch.rand_like)(rng.torch_rand_like)
+register(torch.randn_like)(rng.torch_randn_like)
+
 
 def _new(fill: Any) -> Handler:
     def handler(tracer: Any, x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> DeviceValue:
@@ -718,3 +738,7 @@ register(*_methods("item", "tolist"))(_not_on_device(".item()", "device values c
 register(*_methods("add_", "mul_", "sub_", "div_", "copy_", "zero_", "fill_"))(
     _not_on_device("in-place tensor methods", "assign the result instead")
 )
+
+
+# shape ops (sort, topk, gather, stack, cat) register into this table from their own module
+from helion.frontend import shape_ops as _shape_ops  # noqa: E402,F401

@@ -16,6 +16,9 @@ import sympy
 import torch
 
 from helion import exc
+from helion.frontend import jagged, stack
+from helion.frontend.loop_deps import LoopDependencies
+from helion.frontend import rng
 from helion.frontend.proxies import BlockSizeInt, DeviceValue, HostTensor, SymDim, TileProxy
 from helion.ir.core import (
     Block,
@@ -56,6 +59,7 @@ class TileLoopRequest:
     block_sizes: list[Any]
     is_grid: bool
     multi: bool  # called with a sequence: the loop variable is a tuple of tiles
+    jagged: Any = None  # hl.jagged_tile: its helion.frontend.jagged.JaggedLoop
 
     def __iter__(self):
         raise exc.LoopFunctionNotInFor()
@@ -94,6 +98,13 @@ class Tracer:
         self.rdim_extents: dict[sympy.Symbol, int] = {}  # see ops.dim_extents
         self.inputs: list[HostInput] = []
         self.barrier_count = 0
+        # block id -> (begin, end, tile value) of the innermost open loop over it (hl.rand's offsets)
+        self.open_tiles: dict[int, tuple[Any, Any, Value]] = {}
+        self.jagged_loops: list[Any] = []  # open hl.jagged_tile loops (helion.frontend.jagged)
+        self.loop_deps = LoopDependencies()
+        # block id -> the extent of each loop over it (None: only known on the device); ops that
+        # need a whole dimension (sort, topk, gather) read it to pin the block size
+        self.loop_extents: dict[int, list[int | None]] = {}
 
     # ------------------------------------------------------------------------------------------
     # entry
@@ -113,6 +124,8 @@ class Tracer:
         self.ir.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
         with active_mode(self), ops.dim_extents(self.rdim_extents):
             device_fn(self, *proxies)
+        if self.ir.rng_seed is not None:  # torch.rand's per-call seed comes after the lifted args
+            self.ir.rng_seed.index = len(self.inputs) + len(self.ir.lifted)
         return self.ir
 
     def _enter_host_value(self, index: int, name: str, value: Any, runtime_scalars: set[str]) -> Any:
@@ -171,6 +184,8 @@ class Tracer:
     def emit(self, op: ops.Op, inputs: Sequence[Any], attrs: dict[str, Any] | None = None, types: list | None = None) -> Node:
         attrs = attrs or {}
         inputs = list(inputs)
+        if op.reduction and self.jagged_loops:
+            inputs = jagged.masked_reduction_inputs(self, op, inputs, attrs)
         if types is None:
             try:
                 types = op.type_rule(inputs, attrs) if op.type_rule else []
@@ -284,6 +299,12 @@ class Tracer:
             raise exc.NotAllowedOnDevice("hl.grid with a step other than 1", loc=self.current_loc())
         return self._loop_request(begin_or_end, end_or_none, None, is_grid=True)
 
+    def hl_jagged_tile(self, parent: Any) -> TileLoopRequest:
+        return jagged.loop_request(self, parent)
+
+    def hl_stacktensor_like(self, tensor_like: Any, dev_ptrs: Any) -> Any:
+        return stack.make(self, tensor_like, dev_ptrs)
+
     def _loop_request(self, begin_or_end: Any, end_or_none: Any, block_size: Any, *, is_grid: bool) -> TileLoopRequest:
         multi = isinstance(begin_or_end, (list, tuple, torch.Size))
         if end_or_none is None:
@@ -346,6 +367,8 @@ class Tracer:
                     loc=self.current_loc(),
                 )
             block_ids.append(info.block_id)
+            static = isinstance(begin, int) and isinstance(end, int)
+            self.loop_extents.setdefault(info.block_id, []).append(end - begin if static else None)
         loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=self.location_fn(*loc))
         self.ir.loops.append(loop_info)
         tiles = [Value(TileType(b, request.is_grid), "tile") for b in block_ids]
@@ -357,13 +380,24 @@ class Tracer:
         body = Block(tiles + inner_carried)
         self.blocks.append(body)
         self.loop_depth += 1
+        outer_tiles = dict(self.open_tiles)
+        self.open_tiles.update({t.type.block_id: (b, e, t) for t, b, e in zip(tiles, begins, ends)})
+        if top_level:
+            self.loop_deps.begin_loop()
+        if request.jagged is not None:
+            jagged.enter(self, request.jagged, tiles[0])
         try:
             tile_proxies = [self._loop_variable(t, request.is_grid) for t in tiles]
             target = tuple(tile_proxies) if request.multi else tile_proxies[0]
             results = body_fn(target, *[DeviceValue(self, v) for v in inner_carried])
             body.yields = [self._coerce_carried(r, init, loop_info.loc) for r, init in zip(results, carried_values)]
         finally:
+            if top_level:
+                self.loop_deps.end_loop()
+            if request.jagged is not None:
+                jagged.exit(self)
             self.loop_depth -= 1
+            self.open_tiles = outer_tiles
             self.blocks.pop()
         op = ops.grid_loop if top_level else ops.tile_loop
         attrs = {"block_ids": block_ids, "begins": begins, "ends": ends, "loop_id": loop_info.loop_id, "is_grid": request.is_grid}
@@ -565,14 +599,18 @@ class Tracer:
         return items, inputs, tuple(shape)
 
     def load(self, tensor: Any, index: Any, extra_mask: Any, eviction_policy: str | None) -> DeviceValue:
+        if isinstance(tensor, stack.StackTensorProxy):
+            return stack.load(self, tensor, index, extra_mask, eviction_policy)
         if not isinstance(tensor, HostTensor):
             if isinstance(tensor, DeviceValue):
                 return self.subscript(tensor, index)
             raise exc.InvalidIndexingType(f"hl.load of a {type(tensor).__name__}", loc=self.current_loc())
+        self.loop_deps.access(tensor.arg, False, self.current_loc())
         items, inputs, shape = self._index_items(tensor, index)
         mask_index = None
-        if extra_mask is not None:
-            inputs.append(self.as_value(extra_mask, torch.bool))
+        mask = jagged.access_mask(self, shape, extra_mask, f"a load of {tensor.arg.name}")
+        if mask is not None:
+            inputs.append(mask)
             mask_index = len(inputs) - 1
         attrs = {
             "tensor": tensor.arg,
@@ -583,17 +621,21 @@ class Tracer:
         return self.wrap(self.emit(ops.load, inputs, attrs, [TensorType(shape, tensor.dtype)]))
 
     def store(self, tensor: Any, index: Any, value: Any, extra_mask: Any) -> None:
+        if isinstance(tensor, stack.StackTensorProxy):
+            return stack.store(self, tensor, index, value, extra_mask)
         if not isinstance(tensor, HostTensor):
             if isinstance(tensor, DeviceValue):
                 raise exc.DeviceTensorSubscriptAssignmentNotAllowed(loc=self.current_loc())
             raise exc.NonTensorSubscriptAssign(type(tensor).__name__, loc=self.current_loc())
+        self.loop_deps.access(tensor.arg, True, self.current_loc())
         items, inputs, shape = self._index_items(tensor, index)
         stored = self._stored_value(value, shape, tensor.dtype)
         inputs.append(stored)
         value_index = len(inputs) - 1
         mask_index = None
-        if extra_mask is not None:
-            inputs.append(self.as_value(extra_mask, torch.bool))
+        mask = jagged.access_mask(self, shape, extra_mask, f"a store to {tensor.arg.name}")
+        if mask is not None:
+            inputs.append(mask)
             mask_index = len(inputs) - 1
         attrs = {"tensor": tensor.arg, "items": tuple(items), "value": value_index, "mask": mask_index}
         self.emit(ops.store, inputs, attrs, [])
@@ -628,15 +670,22 @@ class Tracer:
         self.store(tensor, tuple(index), value, extra_mask)
 
     def hl_atomic(self, kind: str, target: Any, index: list, value: Any, sem: str = "relaxed", expected: Any = None) -> DeviceValue:
+        if isinstance(target, stack.StackTensorProxy):
+            raise exc.NotAllowedOnDevice(f"hl.atomic_{kind} on a StackTensor", loc=self.current_loc())
         if not isinstance(target, HostTensor):
             raise exc.AtomicOnDeviceTensor(f"hl.atomic_{kind}", loc=self.current_loc())
         if sem not in ("relaxed", "acquire", "release", "acq_rel"):
             raise exc.InvalidConfig(f"sem must be relaxed, acquire, release or acq_rel, got {sem!r}")
         if kind in ("and", "or", "xor") and target.dtype.is_floating_point:
             raise exc.TypeInferenceError(f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}", loc=self.current_loc())
+        self.loop_deps.access(target.arg, True, self.current_loc())
         items, inputs, shape = self._index_items(target, tuple(index))
         inputs.append(self._stored_value(value, shape, target.dtype))
         attrs = {"tensor": target.arg, "items": tuple(items), "value": len(inputs) - 1, "mask": None, "kind": kind, "sem": sem}
+        mask = jagged.access_mask(self, shape, None, f"hl.atomic_{kind} on {target.arg.name}")
+        if mask is not None:
+            inputs.append(mask)
+            attrs["mask"] = len(inputs) - 1
         if expected is not None:
             inputs.append(self._stored_value(expected, shape, target.dtype))
             attrs["expected"] = len(inputs) - 1
@@ -694,6 +743,15 @@ class Tracer:
             raise exc.TypeInferenceError(f"hl.full value must be a number, got {type(value).__name__}", loc=self.current_loc())
         return self.wrap(self.emit(ops.full, [], {"shape": dims, "value": value, "dtype": dtype}))
 
+    def hl_rand(self, shape: list, seed: Any, offsets: Any = None) -> DeviceValue:
+        return rng.hl_rand(self, shape, seed, offsets)
+
+    def hl_randint(self, shape: list, low: Any, high: Any, seed: Any) -> DeviceValue:
+        return rng.hl_randint(self, shape, low, high, seed)
+
+    def hl_rand4x(self, seed: Any, offsets: Any) -> tuple:
+        return rng.hl_rand4x(self, seed, offsets)
+
     def hl_arange(self, *args: Any, dtype: torch.dtype | None = None) -> DeviceValue:
         if len(args) == 1:
             start, end = 0, args[0]
@@ -718,10 +776,45 @@ class Tracer:
 
         return emit_dot(self, mat1, mat2, acc, out_dtype, default_float32=True)
 
+    def hl_dot_scaled(self, mat1: Any, mat1_scale: Any, mat1_format: Any, mat2: Any, mat2_scale: Any, mat2_format: Any, acc: Any = None, out_dtype: Any = None) -> DeviceValue:
+        from helion.frontend.dot_scaled import trace_dot_scaled
+
+        return trace_dot_scaled(self, mat1, mat1_scale, mat1_format, mat2, mat2_scale, mat2_format, acc, out_dtype)
+
+    def hl_inline_triton(self, triton_source: Any, args: Any, output_like: Any) -> Any:
+        from helion.frontend.inline_code import trace_inline_triton
+
+        return trace_inline_triton(self, triton_source, args, output_like)
+
+    def hl_inline_asm_elementwise(self, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any, pack: Any) -> Any:
+        from helion.frontend.inline_code import trace_inline_asm
+
+        return trace_inline_asm(self, asm, constraints, args, dtype, is_pure, pack)
+
+    def hl_split(self, tensor: Any) -> tuple[DeviceValue, DeviceValue]:
+        from helion.frontend.shape_ops import split
+
+        return split(self, tensor)
+
+    def hl_join(self, a: Any, b: Any) -> DeviceValue:
+        from helion.frontend.shape_ops import join
+
+        return join(self, a, b)
+
     def hl_scan(self, kind: str, input: Any, dim: int, reverse: bool = False) -> DeviceValue:
         value = self.as_value(input)
         dim = dim % max(value.type.ndim, 1)
         return self.wrap(self.emit(ops.SCANS[kind], [value], {"dim": dim, "reverse": reverse}))
+
+    def hl_reduce(self, combine_fn: Any, input_tensor: Any, dim: Any = None, *, other: Any = 0, keep_dims: bool = False) -> Any:
+        from helion.frontend.combine import trace_reduce
+
+        return trace_reduce(self, combine_fn, input_tensor, dim, other, keep_dims)
+
+    def hl_associative_scan(self, combine_fn: Any, input_tensor: Any, dim: Any, *, reverse: bool = False, tuple_form: bool | None = None) -> Any:
+        from helion.frontend.combine import trace_scan
+
+        return trace_scan(self, combine_fn, input_tensor, dim, reverse, tuple_form)
 
     def hl_device_print(self, prefix: str, *values: Any) -> None:
         operands = [self.as_value(v) for v in values]
@@ -735,6 +828,7 @@ class Tracer:
             raise exc.BarrierOnlyAllowedAtTopLevel(loc=self.current_loc())
         self.ir.uses_barrier = True
         self.barrier_count += 1
+        self.loop_deps.barrier()
 
     def hl_specialize(self, value: Any) -> Any:
         raise exc.SpecializeOnDevice(loc=self.current_loc())

@@ -225,6 +225,9 @@ class KernelIR:
         # tensors captured by callable arguments: (kind, input position, key) and their args
         self.lifted: list[tuple] = []
         self.lifted_args: list[TensorArg] = []
+        # the seed of torch.rand & co. in device code: a scalar argument (last in the host values)
+        # that each launch draws from torch's CPU generator (helion.language.philox.draw_call_seed)
+        self.rng_seed: ScalarArg | None = None
 
     def block(self, block_id: int) -> BlockSizeInfo:
         return self.block_sizes[block_id]

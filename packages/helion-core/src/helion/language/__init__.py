@@ -11,6 +11,9 @@ from typing import Any, NamedTuple, Sequence
 import torch
 
 from helion.language._context import dispatch
+from helion.language.stack_tensor import StackTensor as StackTensor
+from helion.language.stack_tensor import register_buffers as register_buffers
+from helion.language.stack_tensor import stack_pointers as stack_pointers
 
 
 class ConstExpr(NamedTuple):
@@ -73,6 +76,25 @@ def barrier() -> None:
     return dispatch("barrier")
 
 
+def jagged_tile(parent: Any) -> Any:
+    """An inner loop over a jagged dimension: each lane of `parent` (an integer device tensor
+    whose every axis is an enclosing tile, e.g. the lengths of a tile of rows) ends the loop at
+    its own value.
+
+    It runs like `hl.tile(0, parent.amax())`, and every load, store, atomic and reduction that
+    uses the tile together with `parent`'s axes is masked by `tile.index < parent`, so lanes
+    past a row's end read 0, are not written and do not count in reductions:
+
+        for tile_b in hl.tile(num_rows):
+            starts = offsets[tile_b]
+            lengths = offsets[tile_b.index + 1] - starts
+            for tile_k in hl.jagged_tile(lengths):
+                rows = starts[:, None] + tile_k.index[None, :]
+                x = values[rows, :]                 # masked where tile_k.index >= lengths
+    """
+    return dispatch("jagged_tile", parent)
+
+
 # -- tunables and specialization ---------------------------------------------------------------
 
 
@@ -116,6 +138,38 @@ def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None, **k
     return dispatch("arange", *args, dtype=dtype)
 
 
+# -- random numbers (Philox4x32-10, the stream of Triton's tl.rand; see helion.language.philox) --
+
+
+def rand(shape: Sequence[Any], seed: Any, device: Any = None, offsets: Any = None) -> Any:
+    """Uniform float32 random numbers in [0, 1), independent of torch's RNG.
+
+    Args:
+        shape: ints, tiles and block sizes. The default offsets are the row-major linear index
+            over the full extents of the dims (a tile's dim counts up to its loop's end), built
+            from `tile.index`: the values do not depend on block sizes or the config.
+        seed: an int, or a 1-element integer tensor argument of the kernel.
+        device: accepted for compatibility (the kernel's device is used).
+        offsets: an integer device tensor of Philox counters; then the result has its shape
+            and `shape` is ignored.
+
+    Returns:
+        A float32 tensor of `shape` (or of `offsets.shape`).
+    """
+    return dispatch("rand", list(shape), seed, offsets=offsets)
+
+
+def randint(shape: Sequence[Any], low: int, high: int, seed: Any, device: Any = None) -> Any:
+    """Uniform int32 random integers in [low, high), with the offsets and seeds of `hl.rand`."""
+    return dispatch("randint", list(shape), low, high, seed)
+
+
+def rand4x(seed: Any, offsets: Any, device: Any = None) -> tuple:
+    """Four independent float32 uniforms in [0, 1) per offset from one Philox evaluation
+    (Triton's `tl.rand4x`); `offsets` is an integer device tensor."""
+    return dispatch("rand4x", seed, offsets)
+
+
 # -- memory -------------------------------------------------------------------------------------
 
 
@@ -132,6 +186,14 @@ def store(tensor: Any, index: Sequence[Any], value: Any, extra_mask: Any = None)
 def subscript(tensor: Any, index: Sequence[Any]) -> Any:
     """Index a device tensor with `None` (new axis) and `:` only."""
     return dispatch("subscript", tensor, list(index))
+
+
+def stacktensor_like(tensor_like: Any, dev_ptrs: Any) -> StackTensor:
+    """Several buffers laid out like the host tensor `tensor_like`, at the data pointers in
+    `dev_ptrs` (a torch.uint64 tensor loaded in device code): `stack[index]` reads `index` from
+    every buffer (shape `dev_ptrs.shape + tensor_like[index].shape`), `stack[index] = v` writes
+    `v[j]` to buffer j. See `helion.language.stack_tensor` for how ref/eager find the buffers."""
+    return dispatch("stacktensor_like", tensor_like, dev_ptrs)
 
 
 def _atomic(kind: str):
@@ -160,6 +222,34 @@ def atomic_cas(target: Any, index: Sequence[Any], expected: Any, value: Any, sem
     return dispatch("atomic", "cas", target, list(index), value, sem=sem, expected=expected)
 
 
+# -- views --------------------------------------------------------------------------------------
+
+
+def split(tensor: Any) -> tuple[Any, Any]:
+    """Split a device tensor whose last dimension has size 2 into its two halves.
+
+    Args:
+        tensor: a device tensor of shape `[..., 2]`.
+
+    Returns:
+        `(lo, hi)`, each of shape `[...]`: `tensor[..., 0]` and `tensor[..., 1]`.
+    """
+    return dispatch("split", tensor)
+
+
+def join(t0: Any, t1: Any) -> Any:
+    """Stack two device tensors along a new last dimension of size 2 (the inverse of `split`).
+
+    Args:
+        t0: the values at index 0 of the new dimension.
+        t1: the values at index 1; both are broadcast together and promoted to one dtype.
+
+    Returns:
+        A tensor of shape `broadcast(t0, t1).shape + (2,)`.
+    """
+    return dispatch("join", t0, t1)
+
+
 # -- matmul -------------------------------------------------------------------------------------
 
 
@@ -167,6 +257,37 @@ def dot(mat1: Any, mat2: Any, acc: Any = None, out_dtype: torch.dtype | None = N
     """Matrix product of 2-D (or batched 3-D) tiles; float inputs give float32 (int8 give int32)
     unless `out_dtype` is set; with `acc` the result is `acc + mat1 @ mat2` in acc's dtype."""
     return dispatch("dot", mat1, mat2, acc=acc, out_dtype=out_dtype)
+
+
+def dot_scaled(
+    mat1: Any,
+    mat1_scale: Any,
+    mat1_format: str,
+    mat2: Any,
+    mat2_scale: Any,
+    mat2_format: str,
+    acc: Any = None,
+    out_dtype: torch.dtype | None = None,
+) -> Any:
+    """Block-scaled matrix product (``tl.dot_scaled``): ``acc + (mat1 * s1) @ (mat2 * s2)``.
+
+    Args:
+        mat1: [M, K] tile in `mat1_format` ([M, K // 2] uint8 for "e2m1", two values per byte,
+            the first in the low nibble).
+        mat1_scale: [M, K // 32] uint8 e8m0 scales (byte s means 2 ** (s - 127)), or None.
+        mat1_format: one of "e2m1", "e4m3", "e5m2", "bf16", "fp16".
+        mat2: [K, N] tile in `mat2_format` ([K // 2, N] uint8 for "e2m1").
+        mat2_scale: [N, K // 32] uint8 scales (not transposed), or None.
+        mat2_format: as `mat1_format`.
+        acc: optional float32 / float16 accumulator of shape [M, N].
+        out_dtype: result dtype without `acc` (default float32).
+
+    Returns:
+        The [M, N] product, in acc's dtype when `acc` is given. Computed in float32.
+    """
+    return dispatch(
+        "dot_scaled", mat1, mat1_scale, mat1_format, mat2, mat2_scale, mat2_format, acc=acc, out_dtype=out_dtype
+    )
 
 
 # -- scans --------------------------------------------------------------------------------------
@@ -180,6 +301,45 @@ def cumsum(input: Any, dim: int, reverse: bool = False) -> Any:
 def cumprod(input: Any, dim: int, reverse: bool = False) -> Any:
     """Inclusive prefix product along `dim`."""
     return dispatch("scan", "cumprod", input, dim, reverse=reverse)
+
+
+def reduce(  # noqa: A001 - the public Helion name
+    combine_fn: Any, input_tensor: Any, dim: int | None = None, other: Any = 0, keep_dims: bool = False
+) -> Any:
+    """Reduce `input_tensor` (a device tensor, or a tuple of them) along `dim` with a combiner.
+
+    Args:
+        combine_fn: a plain function applied elementwise: `combine_fn(a, b) -> c` for one input;
+            for a tuple of k inputs `combine_fn(a_1, ..., a_k, b_1, ..., b_k) -> (c_1, ..., c_k)`
+            (or `combine_fn(a_tuple, b_tuple) -> tuple`). It must be associative and commutative
+            and may only compute elementwise on its arguments (torch ops, operators, constants).
+        input_tensor: the values to reduce; the inputs of a tuple broadcast to one shape.
+        dim: the dimension to reduce; None reduces every dimension.
+        other: the value padded lanes take in compiled code (one number, or one per input); it
+            should be an identity of `combine_fn` (0 for a sum, -inf for a max).
+        keep_dims: keep the reduced dimension with size 1.
+
+    Returns:
+        The reduced tensor, or a tuple with one reduced tensor per input.
+    """
+    return dispatch("reduce", combine_fn, input_tensor, dim, other=other, keep_dims=keep_dims)
+
+
+def associative_scan(combine_fn: Any, input_tensor: Any, dim: int, reverse: bool = False) -> Any:
+    """Inclusive prefix scan of `input_tensor` (a device tensor, or a tuple of them) along `dim`.
+
+    Args:
+        combine_fn: an associative function applied elementwise, called as for `hl.reduce`; its
+            left operand covers earlier elements than its right one (later ones with `reverse`),
+            so it need not be commutative (e.g. composing linear recurrences).
+        input_tensor: the values to scan; the inputs of a tuple broadcast to one shape.
+        dim: the dimension to scan along.
+        reverse: scan from the end: element i combines elements i, i+1, ..., n-1.
+
+    Returns:
+        A tensor of the input's shape (one per input for a tuple).
+    """
+    return dispatch("associative_scan", combine_fn, input_tensor, dim, reverse=reverse)
 
 
 # -- tile attributes (also reachable as tile.index, tile.begin, ...) ------------------------------
@@ -203,6 +363,39 @@ def tile_block_size(t: Any) -> Any:
 
 def tile_id(t: Any) -> Any:
     return t.id
+
+
+# -- escape hatches (Triton only) ----------------------------------------------------------------
+
+
+def inline_triton(triton_source: str, args: Any, output_like: Any) -> Any:
+    """Insert a snippet of Triton code into the kernel.
+
+    Args:
+        triton_source: Triton statements (dedented automatically); the last line is an
+            expression giving the result. `{0}`, `{1}` (or `{name}`) are replaced, as by
+            `str.format`, with the generated names of `args`.
+        args: a list/tuple (positional placeholders) or a mapping (named placeholders) of device
+            tensors, tiles (their indices), kernel tensor arguments (their pointers), numbers,
+            dtypes (their Triton names) or strings (inserted as written).
+        output_like: a device tensor (or a tuple/list of them) with the shape and dtype of each
+            output, or None when the snippet produces nothing.
+
+    Returns:
+        The snippet's value(s), structured like `output_like`. Runs on the Triton backend only
+        (compiled or interpreted); other backends and eager mode report it as unsupported.
+    """
+    return dispatch("inline_triton", triton_source, args, output_like)
+
+
+def inline_asm_elementwise(
+    asm: str, constraints: str, args: Sequence[Any], dtype: Any, is_pure: bool, pack: int
+) -> Any:
+    """Elementwise inline assembly (``tl.inline_asm_elementwise``): `args` broadcast to one
+    shape, `pack` elements go to each asm invocation; `dtype` is the result dtype (a sequence of
+    dtypes gives a tuple of results). Needs a GPU: the Triton interpreter, the ref backend and
+    eager mode cannot run it and say so."""
+    return dispatch("inline_asm_elementwise", asm, constraints, args, dtype, is_pure, pack)
 
 
 # -- debug --------------------------------------------------------------------------------------

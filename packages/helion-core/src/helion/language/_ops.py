@@ -32,6 +32,12 @@ class Op:
     side_effects: bool = False
     structural: bool = False  # owns regions (loops, if)
     view: bool = False
+    # needs every element of `attrs["dim"]` of its first input at once (sort, topk, gather):
+    # that dimension may not be split into tiles or looped over in chunks
+    whole_dim: bool = False
+    # user code the compiler cannot see into (hl.inline_triton, hl.inline_asm_elementwise):
+    # never split, recomputed per chunk or moved
+    opaque: bool = False
     provider: str = "helion-core"  # distribution that defines the op
     doc: str = ""
 
@@ -258,6 +264,29 @@ for _name in ("cumsum", "cumprod", "cummax", "cummin"):
     SCANS[_name] = define_op(_name, lambda i, a: [TensorType(shape_of(i[0]), a.get("dtype") or i[0].dtype)], scan=True)
 
 
+# hl.reduce / hl.associative_scan with a user combiner: the inputs (one or more values of one
+# shape) and as many outputs; regions[0] is the combiner, with 2k 0-D arguments (the left
+# operands, then the right ones) yielding k values of the inputs' dtypes.
+# attrs: dim, keepdim and other (the padded-lane value of each input) for reduce; dim, reverse
+# for the scan.
+
+
+def _custom_reduce_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    results = []
+    for x in inputs:
+        shape = list(shape_of(x))
+        if attrs.get("keepdim"):
+            shape[attrs["dim"]] = sympy.Integer(1)
+        else:
+            del shape[attrs["dim"]]
+        results.append(TensorType(tuple(shape), x.dtype))
+    return results
+
+
+custom_reduce = define_op("reduce", _custom_reduce_rule, reduction=True)
+custom_scan = define_op("associative_scan", lambda i, a: [TensorType(shape_of(x), x.dtype) for x in i], scan=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # matmul
 
@@ -269,6 +298,16 @@ def _dot_rule(inputs: Sequence[Any], attrs: dict) -> list:
 
 
 dot = define_op("dot", _dot_rule)
+
+
+def _dot_scaled_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    a, _a_scale, b, _b_scale, _acc = inputs
+    return [TensorType((a.shape[-2], b.shape[-1]), attrs["out_dtype"])]
+
+
+# inputs (mat1, mat1_scale, mat2, mat2_scale, acc), scales and acc may be None;
+# attrs mat1_format, mat2_format, out_dtype (see helion.language._mx)
+dot_scaled = define_op("dot_scaled", _dot_scaled_rule)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,11 +323,70 @@ view_subscript = define_op("subscript", lambda i, a: [TensorType(tuple(a["shape"
 
 
 # ---------------------------------------------------------------------------------------------
+# shape ops: sort / topk / gather / stack / cat / split (the tracer checks the operands;
+# see helion.frontend.shape_ops)
+
+
+def _sort_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    x = inputs[0]
+    return [TensorType(x.shape, x.dtype), TensorType(x.shape, torch.int64)]
+
+
+def _topk_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    x = inputs[0]
+    shape = list(x.shape)
+    shape[attrs["dim"]] = sympy.Integer(attrs["k"])
+    return [TensorType(tuple(shape), x.dtype), TensorType(tuple(shape), torch.int64)]
+
+
+def _stack_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    shape = list(inputs[0].shape)
+    shape.insert(attrs["dim"], sympy.Integer(len(inputs)))
+    return [TensorType(tuple(shape), inputs[0].dtype)]
+
+
+def _cat_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    shape = list(inputs[0].shape)
+    shape[attrs["dim"]] = sympy.Integer(sum(attrs["sizes"]))
+    return [TensorType(tuple(shape), inputs[0].dtype)]
+
+
+def _split_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    x = inputs[0]
+    return [TensorType(x.shape[:-1], x.dtype), TensorType(x.shape[:-1], x.dtype)]
+
+
+# outputs (values, indices); attrs dim, descending
+sort = define_op("sort", _sort_rule, whole_dim=True)
+# outputs (values, indices); attrs dim, k, largest
+topk = define_op("topk", _topk_rule, whole_dim=True)
+# inputs (source, index); attrs dim
+gather = define_op("gather", lambda i, a: [TensorType(i[1].shape, i[0].dtype)], whole_dim=True)
+# attrs dim (the new dimension)
+stack = define_op("stack", _stack_rule)
+# attrs dim, sizes (the extent of each input along dim)
+cat = define_op("cat", _cat_rule)
+# hl.split: outputs (lo, hi), the two halves of a last dimension of 2
+split = define_op("split", _split_rule)
+
+
+# ---------------------------------------------------------------------------------------------
 # creation and tile attributes
 
 full = define_op("full", lambda i, a: [TensorType(tuple(a["shape"]), a["dtype"])])
 arange = define_op("arange", lambda i, a: [TensorType((a["length"],), a["dtype"])])
 constant = define_op("constant", lambda i, a: [TensorType((), a["dtype"])])
+
+
+def _random_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    seed, offsets = inputs
+    dtype = torch.int32 if attrs["dist"] == "randint" else torch.float32
+    return [TensorType(shape_of(offsets), dtype)]
+
+
+# Philox4x32-10 random numbers (helion.language.philox): inputs [seed (int64), offsets (int)];
+# attrs dist: "uniform" (word `lane` of 0..3 mapped to [0, 1)) | "normal" | "randint" (low, high)
+random = define_op("random", _random_rule)
 
 TILE_ATTRS: dict[str, Op] = {}
 for _name in ("index", "begin", "end", "block_size", "id", "count"):
@@ -301,6 +399,11 @@ for _name in ("index", "begin", "end", "block_size", "id", "count"):
 load = define_op("load", None, memory="load")
 store = define_op("store", None, memory="store", side_effects=True)
 atomic = define_op("atomic", None, memory="atomic", side_effects=True)
+# StackTensor loads/stores (hl.stacktensor_like): like load/store on attrs["tensor"] (the layout
+# of one buffer), for every pointer in inputs[attrs["ptrs"]]; the pointer dims lead the shape.
+# Not memory ops: they address buffers the kernel does not name, so they get no indexing tunable.
+stack_load = define_op("stack_load", None)
+stack_store = define_op("stack_store", None, side_effects=True)
 
 # ---------------------------------------------------------------------------------------------
 # structure
@@ -309,3 +412,9 @@ grid_loop = define_op("grid_loop", None, structural=True)
 tile_loop = define_op("tile_loop", None, structural=True)
 if_ = define_op("if", None, structural=True)
 device_print = define_op("device_print", None, side_effects=True)
+
+# escape hatches (helion.frontend.inline_code): the tracer gives their output types
+# attrs snippet (an InlineSnippet), multi; inputs are the snippet's device-value arguments
+inline_triton = define_op("inline_triton", None, side_effects=True, opaque=True)
+# attrs asm, constraints, dtypes, is_pure, pack, multi; inputs are the asm arguments
+inline_asm = define_op("inline_asm_elementwise", None, opaque=True)

@@ -19,6 +19,8 @@ from helion.ir.core import BlockSizeInfo, KernelIR
 from helion.language import ConstExpr
 from helion.language._context import _state as _context_state
 from helion.language._context import active_mode
+from helion.language.philox import draw_call_seed
+from helion.runtime import torch_integration
 from helion.runtime.config import Config
 from helion.runtime.settings import RefMode, Settings
 
@@ -59,6 +61,11 @@ class Kernel:
         self._split: ast_rewrite.SplitKernel | None = None
         self._lock = threading.RLock()
         functools.update_wrapper(self, fn)
+        # PyTorch integration (helion.runtime.torch_integration): one custom op per call
+        # signature, the registered backward, and the name Dynamo sees
+        self._torch_ops: dict[Hashable, Any] = {}
+        self._autograd: tuple[Callable[..., Any], Callable[..., Any] | None] | None = None
+        self._torch_token = torch_integration.track_kernel(self)
 
     # -- source ---------------------------------------------------------------------------------
 
@@ -110,12 +117,48 @@ class Kernel:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling():
+            # under torch.compile the kernel is one custom op of the graph (no graph break)
+            return torch_integration.call_compiling(self, args, kwargs)
         args = self.normalize_args(*args, **kwargs)
+        if torch_integration.needs_custom_op(args):
+            # autograd must record the call, or a dispatch mode (fake tensors, make_fx) is on
+            return torch_integration.call_custom_op(self, args)
         if self.settings.ref_mode == RefMode.EAGER:
             from helion.eager import run_eager
 
             return run_eager(self, args)
         return self.bind(args)(*args)
+
+    def _call_direct(self, args: tuple) -> Any:
+        """Run the kernel on normalized arguments, bypassing the custom op (its real impl)."""
+        if self.settings.ref_mode == RefMode.EAGER:
+            from helion.eager import run_eager
+
+            return run_eager(self, args)
+        return self.bind(args)(*args)
+
+    def register_autograd(
+        self, backward: Callable[..., Any], *, setup_context: Callable[..., Any] | None = None
+    ) -> None:
+        """Give the kernel a backward, like `torch.library.register_autograd`.
+
+        Args:
+            backward: `backward(ctx, *grads)`, one grad per tensor the kernel returns (in the
+                order of the flattened result; returned arguments excluded). Returns one
+                gradient per kernel argument (None for non-tensors or no gradient).
+            setup_context: `setup_context(ctx, inputs, output)`: `inputs` are the kernel's
+                arguments (defaults applied), `output` what it returned. Save tensors with
+                `ctx.save_for_backward(...)`.
+
+        Raises:
+            helion.exc.TorchIntegrationError: The kernel writes into one of its arguments.
+        """
+        torch_integration.register_autograd(self, backward, setup_context)
+
+    def custom_op(self, *args: Any, **kwargs: Any) -> Any:
+        """The `torch.ops.helion.*` overload that calls with these arguments go through."""
+        return torch_integration.custom_op(self, *args, **kwargs)
 
     def autotune(self, args: Sequence[Any], *, force: bool = True, **options: Any) -> Config:
         args = self.normalize_args(*args)
@@ -157,11 +200,42 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
     if isinstance(arg, dict):
         return (dict, tuple((k, _arg_key(v, static)) for k, v in sorted(arg.items())))
     if callable(arg) and hasattr(arg, "__code__"):
-        closure = tuple(_arg_key(c.cell_contents, static) for c in (arg.__closure__ or ()))
-        return (arg.__code__, closure)
+        # a function argument (an epilogue) is traced into the kernel: its code, and the
+        # values it captures or defaults to (scalars are baked in as constants) are the key
+        closure = tuple(_captured_key(_cell_value(c), static) for c in (arg.__closure__ or ()))
+        defaults = tuple(_captured_key(d, static) for d in (arg.__defaults__ or ()))
+        kwdefaults = tuple((k, _captured_key(v, static)) for k, v in sorted((arg.__kwdefaults__ or {}).items()))
+        return (arg.__code__, closure, defaults, kwdefaults)
     if callable(arg):
         return arg
     raise TypeError(f"unsupported argument type {type(arg).__name__} for a Helion kernel")
+
+
+_EMPTY_CELL = object()
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet
+        return _EMPTY_CELL
+
+
+def _captured_key(value: Any, static: bool) -> Hashable:
+    """Key of a value captured by a function argument: unlike a scalar kernel argument (a
+    runtime value), a captured scalar is a constant of the traced code, so its value counts."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return (type(value), value)
+    if value is _EMPTY_CELL:
+        return "<empty cell>"
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_captured_key(v, static) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple((k, _captured_key(v, static)) for k, v in sorted(value.items(), key=repr)))
+    try:
+        return _arg_key(value, static)
+    except TypeError:
+        return ("object", id(value))  # anything else is compared by identity
 
 
 class HostMode:
@@ -219,6 +293,12 @@ class HostMode:
         raise exc.LoopFunctionNotInFor()
 
     hl_grid = hl_tile
+
+    def hl_jagged_tile(self, parent: Any) -> Any:
+        raise exc.InvalidJaggedTileUsage("hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first")
+
+    def hl_stacktensor_like(self, tensor_like: Any, dev_ptrs: Any) -> Any:
+        raise exc.StackTensorcOnHost()
 
     def hl_barrier(self) -> None:
         raise exc.BarrierOnlyAllowedAtTopLevel()
@@ -402,7 +482,10 @@ class BoundKernel:
     def autotune(self, args: Sequence[Any], *, force: bool = True, **options: Any) -> Config:
         from helion.autotuner import autotune
 
-        config = autotune(self, tuple(args), force=force, **options)
+        # tuning launches the kernel many times: a kernel using torch.rand in device code must
+        # not advance the caller's CPU generator (the launch after tuning draws from it as usual)
+        with torch.random.fork_rng(devices=[]):
+            config = autotune(self, tuple(args), force=force, **options)
         self._config = self.normalize(config)
         self._active_runner = None
         return self._config
@@ -506,6 +589,9 @@ class BoundKernel:
                     break
             else:
                 variant = self._variant_for(config, values[: len(values) - len(lifted)])
+            if variant.ir.rng_seed is not None:
+                # torch.rand in device code: a seed from torch's CPU generator, per launch
+                values = (*values, draw_call_seed())
             variant.compiled(*values)
 
         host = ast_rewrite.make_host_function(self.split, self._host_factory, launch)

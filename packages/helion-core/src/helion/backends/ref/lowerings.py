@@ -9,7 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from helion import exc
+from helion.language import _combine
 from helion.language import _ops as ops
+from helion.language import philox
 
 REF_LOWERINGS: dict[ops.Op, Callable] = {}
 
@@ -257,6 +259,39 @@ def _cum_extreme(ex: Any, node: Any, inputs: list) -> Any:
     return fn(inputs[0], dim=node.attrs["dim"]).values
 
 
+def _region_combiner(ex: Any, region: Any) -> Callable:
+    """The combiner region of hl.reduce / hl.associative_scan as a function of two lists of
+    tensors: its elementwise ops run on whole tensors at once."""
+
+    def combine(lhs: list, rhs: list) -> list:
+        env = {arg.id: value for arg, value in zip(region.args, [*lhs, *rhs])}
+        results = ex.run_block(region, env)
+        return _combine.fit_results(results, lhs)
+
+    return combine
+
+
+@ref_lowering(ops.custom_reduce)
+def _custom_reduce(ex: Any, node: Any, inputs: list) -> Any:
+    dim = node.attrs["dim"]
+    values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs)]
+    # lanes past the dimension's extent (a full block meeting a partial tile) take `other`
+    extent = ex.resolve(node.inputs[0].shape[dim])
+    if values[0].shape[dim] > extent:
+        lanes = torch.arange(values[0].shape[dim], device=ex.device) < extent
+        lanes = lanes.reshape([-1 if axis == dim else 1 for axis in range(values[0].ndim)])
+        values = [torch.where(lanes, v, torch.tensor(o, dtype=v.dtype, device=ex.device)) for v, o in zip(values, node.attrs["other"])]
+    results = _combine.tree_reduce(_region_combiner(ex, node.regions[0]), values, dim, node.attrs["keepdim"])
+    return results if len(results) > 1 else results[0]
+
+
+@ref_lowering(ops.custom_scan)
+def _custom_scan(ex: Any, node: Any, inputs: list) -> Any:
+    values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs)]
+    results = _combine.inclusive_scan(_region_combiner(ex, node.regions[0]), values, node.attrs["dim"], node.attrs["reverse"])
+    return results if len(results) > 1 else results[0]
+
+
 # -- matmul --------------------------------------------------------------------------------------
 
 
@@ -272,6 +307,24 @@ def _dot(ex: Any, node: Any, inputs: list) -> Any:
         acc, product = pad_partial_tiles([acc, product])
         product = acc.to(product.dtype) + product
     return product.to(node.attrs["out_dtype"])
+
+
+@ref_lowering(ops.dot_scaled)
+def _dot_scaled(ex: Any, node: Any, inputs: list) -> Any:
+    from helion.language import _mx
+
+    a, a_scale, b, b_scale, acc = inputs
+    attrs = node.attrs
+    try:
+        product = _mx.reference_dot_scaled(
+            a, a_scale, attrs["mat1_format"], b, b_scale, attrs["mat2_format"], None, torch.float32
+        )
+    except ValueError as error:
+        raise exc.ShapeMismatch(f"hl.dot_scaled: {error}", loc=node.loc) from None
+    if acc is not None:
+        acc, product = pad_partial_tiles([acc, product])
+        product = acc.to(torch.float32) + product
+    return product.to(attrs["out_dtype"])
 
 
 # -- views ---------------------------------------------------------------------------------------
@@ -318,6 +371,18 @@ def _arange(ex: Any, node: Any, inputs: list) -> Any:
 @ref_lowering(ops.constant)
 def _constant(ex: Any, node: Any, inputs: list) -> Any:
     return torch.tensor(node.attrs["value"], dtype=node.attrs["dtype"], device=ex.device)
+
+
+@ref_lowering(ops.random)
+def _random(ex: Any, node: Any, inputs: list) -> Any:
+    seed, offsets = inputs
+    offsets = _tensor(ex, offsets, torch.int64)
+    dist = node.attrs["dist"]
+    if dist == "normal":
+        return philox.normal(seed, offsets)
+    if dist == "randint":
+        return philox.randint(seed, offsets, node.attrs["low"], node.attrs["high"])
+    return philox.uint32_to_uniform(philox.philox4x32(seed, offsets)[node.attrs.get("lane", 0)])
 
 
 @ref_lowering(*ops.TILE_ATTRS.values())
@@ -429,9 +494,12 @@ def _result_shape(indices: list[torch.Tensor], node: Any, ex: Any) -> list[int]:
 
 @ref_lowering(ops.load)
 def _load(ex: Any, node: Any, inputs: list) -> Any:
-    tensor = ex.host[node.attrs["tensor"].index]
+    return load_from(ex, node, ex.host[node.attrs["tensor"].index], inputs, _mask(inputs, node))
+
+
+def load_from(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, mask: Any) -> Any:
+    """`tensor[attrs["items"]]` for a load-like node; lanes where `mask` is false read 0."""
     items = node.attrs["items"]
-    mask = _mask(inputs, node)
     if mask is None and _is_basic(items):
         result = tensor[_basic_index(ex, items, inputs)]
         return result.clone() if ex.copy_loads or node.attrs["tensor"].index in ex.stored_tensors else result
@@ -453,9 +521,12 @@ def _restore_none_dims(result: torch.Tensor, items: tuple, indices: list) -> tor
 @ref_lowering(ops.store)
 def _store(ex: Any, node: Any, inputs: list) -> None:
     tensor = ex.host[node.attrs["tensor"].index]
+    store_into(ex, node, tensor, inputs, inputs[node.attrs["value"]], _mask(inputs, node))
+
+
+def store_into(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, value: Any, mask: Any) -> None:
+    """`tensor[attrs["items"]] = value` for a store-like node, only where `mask` is true."""
     items = node.attrs["items"]
-    value = inputs[node.attrs["value"]]
-    mask = _mask(inputs, node)
     if mask is None and _is_basic(items):
         index = tuple(i for i in _basic_index(ex, items, inputs))
         tensor[index] = fit_to_slot(value, tensor[index].shape)
@@ -482,6 +553,12 @@ def _atomic(ex: Any, node: Any, inputs: list) -> Any:
     shape = torch.broadcast_shapes(value.shape, *(i.shape for i in indices))
     value = value.expand(shape)
     full = tuple(i.expand(shape) for i in indices)
+    # masked lanes (hl.jagged_tile) take no part: work on the kept lanes, 1-D
+    mask = _mask(inputs, node)
+    keep = None if mask is None else mask.expand(shape)
+    if keep is not None:
+        full = tuple(i[keep] for i in full)
+        value = value[keep]
     old = tensor[full].clone()
     kind = node.attrs["kind"]
     if kind == "add":
@@ -497,7 +574,9 @@ def _atomic(ex: Any, node: Any, inputs: list) -> Any:
         flat_index = _linear_index(tensor, full).reshape(-1).tolist()
         target = tensor.view(-1)
         values = value.reshape(-1)
-        expected = inputs[node.attrs["expected"]].expand(shape).reshape(-1) if kind == "cas" else None
+        expected = inputs[node.attrs["expected"]].expand(shape) if kind == "cas" else None
+        if expected is not None:
+            expected = expected[keep] if keep is not None else expected.reshape(-1)
         olds = []
         for position, (where, v) in enumerate(zip(flat_index, values)):
             current = target[where].clone()
@@ -512,9 +591,13 @@ def _atomic(ex: Any, node: Any, inputs: list) -> Any:
                 target[where] = v
             elif kind == "cas" and bool(current == expected[position]):
                 target[where] = v
-        old = torch.stack(olds).reshape(shape) if olds else old
+        old = torch.stack(olds).reshape(old.shape) if olds else old
     else:
         raise exc.BackendUnsupported(f"atomic_{kind}", "ref", loc=node.loc)
+    if keep is not None:
+        result = torch.zeros(shape, dtype=old.dtype, device=old.device)
+        result[keep] = old
+        return result
     return old
 
 
@@ -528,3 +611,11 @@ def _linear_index(tensor: torch.Tensor, indices: tuple) -> torch.Tensor:
 @ref_lowering(ops.device_print)
 def _device_print(ex: Any, node: Any, inputs: list) -> None:
     print(node.attrs["prefix"], *inputs)
+
+
+# the shape ops (sort, topk, gather, stack, cat, split) register from their own module
+from helion.backends.ref import shape_ops as _shape_ops  # noqa: E402,F401
+
+
+# StackTensor loads and stores register into this table from their own module
+from helion.backends.ref import stack as _stack  # noqa: E402, F401
