@@ -30,6 +30,13 @@ SUITE = (
     "add", "axpy", "exp", "sum", "long_sum", "softmax", "softmax_two_pass", "matmul", "bmm",
     "matmul_epilogue", "layer_norm", "rms_norm", "cross_entropy", "embedding", "attention",
     "jagged_mean", "histogram", "split_k",
+    "batch_softmax", "softmax_decomposed", "kl_div", "jsd", "geglu", "swiglu", "rope",
+    "broadcast_matmul", "grouped_gemm", "fp8_gemm", "int4_gemm", "moe_matmul", "se_block",
+    "welford", "cumulative", "low_mem_dropout",
+    "jagged_sum", "jagged_softmax", "jagged_dense_add", "segment_reduction",
+    "sort_topk", "concatenate",
+    "layer_norm_bwd", "rms_norm_bwd",
+    "matmul_closure",
 )
 
 
@@ -114,6 +121,18 @@ def _runner(kernel: helion.Kernel, args: tuple) -> tuple[Callable[..., Any], str
     bound = kernel.bind(args)
     config = bound.config_spec.default_config()
     return bound.compile_config(config), f"default config {config}"
+
+
+def pin_default_configs(kernel: helion.Kernel, args: tuple) -> None:
+    """Make plain calls of `kernel` on inputs like `args` use its default config, as `main()`
+    does for the cases (for code that calls kernels itself, e.g. through autograd)."""
+    settings = kernel.settings
+    if settings.ref_mode == helion.RefMode.EAGER:
+        return
+    if os.environ.get("HELION_AUTOTUNE_EFFORT") or kernel.configs:
+        return
+    bound = kernel.bind(args)
+    bound.set_config(bound.config_spec.default_config())
 
 
 def run_case(case: Case, example_args: Callable[[], tuple]) -> None:
