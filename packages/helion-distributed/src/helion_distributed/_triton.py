@@ -106,6 +106,7 @@ class _Access:
         self.attrs = {"tensor": tensor, "items": items, "mask": None}
         self.inputs = inputs
         self.output = _Output(tuple(shape))
+        self.outputs = [self.output]
 
 
 def _pointer(
