@@ -39,7 +39,9 @@ def low_mem_dropout_bwd(p: float, grad_out: torch.Tensor, seed: int) -> torch.Te
     for tile_m, tile_n in hl.tile([m, n]):
         keep = hl.rand([tile_m, tile_n], seed=seed) > p
         scale = 1.0 / (1.0 - p)
-        grad_in[tile_m, tile_n] = torch.where(keep, grad_out[tile_m, tile_n] * scale, 0.0).to(grad_in.dtype)
+        grad_in[tile_m, tile_n] = torch.where(keep, grad_out[tile_m, tile_n] * scale, 0.0).to(
+            grad_in.dtype
+        )
     return grad_in
 
 
@@ -62,7 +64,9 @@ def example_args(shape: tuple[int, int] = (5, 45)) -> tuple:
 
 CASES = [
     Case("low_mem_dropout", low_mem_dropout, low_mem_dropout_reference, atol=1e-6, rtol=1e-6),
-    Case("low_mem_dropout_bwd", low_mem_dropout_bwd, low_mem_dropout_reference, atol=1e-6, rtol=1e-6),
+    Case(
+        "low_mem_dropout_bwd", low_mem_dropout_bwd, low_mem_dropout_reference, atol=1e-6, rtol=1e-6
+    ),
 ]
 
 
@@ -72,10 +76,12 @@ def check_dropout_properties() -> None:
     p, x, seed = example_args((64, 1000))
     bound = low_mem_dropout.bind((p, x, seed))
     default = bound.config_spec.default_config()
-    smaller = helion.Config(**{**dict(default), "block_sizes": [max(b // 4, 1) for b in default["block_sizes"]]})
+    smaller = helion.Config(
+        **{**dict(default), "block_sizes": [max(b // 4, 1) for b in default["block_sizes"]]}
+    )
     configs = [default, bound.normalize(smaller)]
     outputs = [bound.compile_config(config)(p, x, seed) for config in configs]
-    for config, out in zip(configs, outputs):
+    for config, out in zip(configs, outputs, strict=True):
         assert torch.equal(out, outputs[0]), f"the mask changed with the config {config}"
     again = bound.compile_config(configs[0])(p, x, seed)
     assert torch.equal(again, outputs[0]), "the same seed gave another mask"
@@ -84,7 +90,9 @@ def check_dropout_properties() -> None:
     kept = outputs[0] != 0
     fraction = kept.float().mean().item()
     sigma = math.sqrt(p * (1 - p) / x.numel())
-    assert abs(fraction - (1 - p)) < 5 * sigma, f"kept {fraction:.4f} of the elements, expected {1 - p}"
+    assert abs(fraction - (1 - p)) < 5 * sigma, (
+        f"kept {fraction:.4f} of the elements, expected {1 - p}"
+    )
     torch.testing.assert_close(outputs[0][kept], x[kept] / (1 - p), atol=1e-6, rtol=1e-6)
     ones = torch.ones_like(x)
     bwd = low_mem_dropout_bwd.bind((p, ones, seed))

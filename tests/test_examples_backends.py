@@ -63,9 +63,24 @@ def _assert_clear_refusal(error: exc.BackendUnsupported, backend: str, kernel: h
     assert source in text or "line" in text, f"the error does not point at the kernel source: {text}"
 
 
+# Known backend bugs (each an internal error where a result or a clear refusal is due); strict,
+# so a fix makes the test fail until the entry is removed. Tracked in the stop notes.
+KNOWN_BUGS = {
+    ("rope", "pallas"): "wrong result or internal error on Pallas",
+    ("moe_matmul", "pallas"): "Out of bound slice on expert_offsets[1 : experts + 1]",
+    ("layer_norm_bwd", "pallas"): "store to partial[tile.id, :] fails in dynamic_slice (int32 vs int64)",
+    ("rms_norm_bwd", "pallas"): "store to partial[tile.id, :] fails in dynamic_slice (int32 vs int64)",
+    ("int4_gemm", "cute"): "cute.compile: Expected TensorSSA, got Vector",
+    ("int4_gemm_scaled", "cute"): "cute.compile: Expected TensorSSA, got Vector",
+}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("module, case", CASES)
-def test_example_on_backend(backend, module, case):
+def test_example_on_backend(backend, module, case, request):
+    bug = KNOWN_BUGS.get((case.name, backend))
+    if bug:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"known {backend} bug: {bug}"))
     torch.manual_seed(7)
     args = (case.args or module.example_args)()
     if any(isinstance(a, torch.Tensor) and a.device.type != "cpu" for a in args):

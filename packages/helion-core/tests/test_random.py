@@ -28,7 +28,9 @@ def _eager(fn) -> helion.Kernel:
 
 def _configs(bound, count: int, seed: int = 0) -> list:
     rng = random.Random(seed)
-    return [bound.config_spec.default_config()] + [bound.config_spec.random_config(rng) for _ in range(count)]
+    return [bound.config_spec.default_config()] + [
+        bound.config_spec.random_config(rng) for _ in range(count)
+    ]
 
 
 def _flat_offsets(shape) -> torch.Tensor:
@@ -69,7 +71,7 @@ def test_philox_seed_and_offset_words():
         (offsets.long() & philox.MASK32, *(torch.zeros(4, dtype=torch.int64),) * 3),
         (torch.tensor(seed & philox.MASK32), torch.tensor(seed >> 32)),
     )
-    assert all(torch.equal(a, b) for a, b in zip(c, direct))
+    assert all(torch.equal(a, b) for a, b in zip(c, direct, strict=True))
     # int64 offsets below 2**32 are the same counter as int32 ones; above, the high word counts
     assert torch.equal(philox.uniform(seed, offsets.long()), philox.uniform(seed, offsets))
     high = philox.philox4x32(seed, torch.tensor([2**32 + 5]))[0]
@@ -79,7 +81,7 @@ def test_philox_seed_and_offset_words():
 def test_uniform_normal_randint_statistics():
     offsets = torch.arange(200_000, dtype=torch.int32)
     u = philox.uniform(2024, offsets)
-    assert u.dtype == torch.float32 and 0.0 <= u.min() and u.max() < 1.0
+    assert u.dtype == torch.float32 and u.min() >= 0.0 and u.max() < 1.0
     assert abs(u.mean().item() - 0.5) < 0.005
     assert abs((u < 0.25).float().mean().item() - 0.25) < 0.005
     counts = torch.histc(u, bins=10, min=0.0, max=1.0)
@@ -120,7 +122,9 @@ def rand_3d_nested(x: torch.Tensor, seed: int) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile_a, tile_b in hl.tile([a, b]):
         for tile_c in hl.tile(c):
-            out[tile_a, tile_b, tile_c] = x[tile_a, tile_b, tile_c] + hl.rand([tile_a, tile_b, tile_c], seed)
+            out[tile_a, tile_b, tile_c] = x[tile_a, tile_b, tile_c] + hl.rand(
+                [tile_a, tile_b, tile_c], seed
+            )
     return out
 
 
@@ -133,7 +137,7 @@ def test_rand_3d_over_nested_loops():
 
 
 def rand_offset_range(x: torch.Tensor, seed: int, start: int, stop: int) -> torch.Tensor:
-    m, n = x.shape
+    m, _n = x.shape
     out = torch.zeros_like(x)
     for tile_m in hl.tile(m):
         for tile_n in hl.tile(start, stop):
@@ -172,8 +176,14 @@ def randint_and_rand4x(x: torch.Tensor, seed: int) -> tuple[torch.Tensor, ...]:
 
 def test_randint_and_rand4x():
     x = torch.empty(9, 21)
-    offsets = torch.arange(9, dtype=torch.int32)[:, None] * 1000 + torch.arange(21, dtype=torch.int32)[None, :]
-    expected = (philox.randint(42, _flat_offsets((9, 21)), -5, 1000), *philox.uniform4x(42, offsets))
+    offsets = (
+        torch.arange(9, dtype=torch.int32)[:, None] * 1000
+        + torch.arange(21, dtype=torch.int32)[None, :]
+    )
+    expected = (
+        philox.randint(42, _flat_offsets((9, 21)), -5, 1000),
+        *philox.uniform4x(42, offsets),
+    )
     bound = _ref(randint_and_rand4x).bind((x, 42))
     for config in _configs(bound, 3):
         result = bound.compile_config(config)(x, 42)
@@ -191,7 +201,9 @@ def rand_seed_tensor(x: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("seed", [torch.tensor(1234), torch.tensor([1234], dtype=torch.int32), torch.tensor([[1234]])])
+@pytest.mark.parametrize(
+    "seed", [torch.tensor(1234), torch.tensor([1234], dtype=torch.int32), torch.tensor([[1234]])]
+)
 def test_seed_as_a_tensor_argument(seed):
     x = torch.empty(77)
     expected = philox.uniform(1234, torch.arange(77, dtype=torch.int32))
@@ -200,7 +212,10 @@ def test_seed_as_a_tensor_argument(seed):
     assert torch.equal(_eager(rand_seed_tensor)(x, seed), expected)
     # the seed is read at run time: another value needs no new trace
     other = seed + 1
-    assert torch.equal(bound.compile_config(bound.config_spec.default_config())(x, other), philox.uniform(1235, torch.arange(77, dtype=torch.int32)))
+    assert torch.equal(
+        bound.compile_config(bound.config_spec.default_config())(x, other),
+        philox.uniform(1235, torch.arange(77, dtype=torch.int32)),
+    )
 
 
 def rand_explicit_offsets(x: torch.Tensor, seed: int) -> torch.Tensor:
@@ -240,7 +255,9 @@ def test_rand_over_a_full_row():
 # -- eager mode agrees with the ref backend, whatever the block sizes ------------------------------------------
 
 
-def rand_fixed_blocks(x: torch.Tensor, seed: int, bm: hl.constexpr, bn: hl.constexpr) -> tuple[torch.Tensor, ...]:
+def rand_fixed_blocks(
+    x: torch.Tensor, seed: int, bm: hl.constexpr, bn: hl.constexpr
+) -> tuple[torch.Tensor, ...]:
     m, n = x.shape
     uniform = torch.empty_like(x)
     normal = torch.empty_like(x)
@@ -257,7 +274,9 @@ def test_eager_matches_ref_for_any_block_sizes():
     results = []
     for bm, bn in ((4, 8), (16, 1), (32, 32)):
         torch.manual_seed(5)
-        results.append(helion.kernel(rand_fixed_blocks, backend="ref", config=helion.Config())(x, 3, bm, bn))
+        results.append(
+            helion.kernel(rand_fixed_blocks, backend="ref", config=helion.Config())(x, 3, bm, bn)
+        )
         torch.manual_seed(5)
         results.append(_eager(rand_fixed_blocks)(x, 3, bm, bn))
     for result in results[1:]:
@@ -289,9 +308,11 @@ def test_torch_rand_follows_the_host_generator():
         torch.manual_seed(123)
         runs.append(bound.compile_config(config)(x))
     for run in runs[1:]:
-        assert all(torch.equal(a, b) for a, b in zip(run, runs[0]))  # independent of the config
+        assert all(
+            torch.equal(a, b) for a, b in zip(run, runs[0], strict=True)
+        )  # independent of the config
     a, b, c = runs[0]
-    assert 0 <= a.min() and a.max() < 1 and abs(a.mean().item() - 0.5) < 0.05
+    assert a.min() >= 0 and a.max() < 1 and abs(a.mean().item() - 0.5) < 0.05
     assert abs(b.mean().item()) < 0.15 and abs(b.std().item() - 1) < 0.15
     assert c.dtype == torch.float16
     assert not torch.equal(a, c.float())  # two call sites draw independent streams
@@ -300,7 +321,7 @@ def test_torch_rand_follows_the_host_generator():
     assert not torch.equal(again[0], a)
     torch.manual_seed(123)
     eager = _eager(torch_random)(x)
-    assert all(torch.equal(e, r) for e, r in zip(eager, runs[0]))
+    assert all(torch.equal(e, r) for e, r in zip(eager, runs[0], strict=True))
 
 
 def test_torch_rand_seed_comes_from_the_generator_state():
@@ -322,7 +343,7 @@ def test_torch_rand_seed_comes_from_the_generator_state():
 
 
 def rand_in_a_row(x: torch.Tensor) -> torch.Tensor:
-    m, n = x.shape
+    m, _n = x.shape
     out = torch.empty_like(x)
     for tile_m in hl.tile(m):
         row = x[tile_m, :]
@@ -412,6 +433,11 @@ def test_errors():
         _ref(with_generator).bind((x,))
     with pytest.raises(exc.DeviceAPIOnHost):
         _ref(on_host).bind((x,))
-    for fn, error in ((float_seed, exc.TypeInferenceError), (bad_range, exc.TypeInferenceError), (with_generator, exc.NotAllowedOnDevice), (on_host, exc.DeviceAPIOnHost)):
+    for fn, error in (
+        (float_seed, exc.TypeInferenceError),
+        (bad_range, exc.TypeInferenceError),
+        (with_generator, exc.NotAllowedOnDevice),
+        (on_host, exc.DeviceAPIOnHost),
+    ):
         with pytest.raises(error):
             _eager(fn)(x)

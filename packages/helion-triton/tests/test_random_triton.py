@@ -23,7 +23,9 @@ RANDOM_CONFIGS = 3
 
 def _configs(bound, count: int = RANDOM_CONFIGS, seed: int = 0) -> list:
     rng = random.Random(seed)
-    return [bound.config_spec.default_config()] + [bound.config_spec.random_config(rng) for _ in range(count)]
+    return [bound.config_spec.default_config()] + [
+        bound.config_spec.random_config(rng) for _ in range(count)
+    ]
 
 
 def _flat_offsets(shape, device) -> torch.Tensor:
@@ -38,12 +40,14 @@ def all_generators(x: torch.Tensor, seed: int) -> tuple[torch.Tensor, ...]:
     wide = torch.empty_like(x)
     for tile_m, tile_n in hl.tile([m, n]):
         uniform[tile_m, tile_n] = hl.rand([tile_m, tile_n], seed)
-        ints[tile_m, tile_n] = hl.randint([tile_m, tile_n], -2**31, 2**31, seed)
+        ints[tile_m, tile_n] = hl.randint([tile_m, tile_n], -(2**31), 2**31, seed)
         offsets = tile_m.index[:, None] * 100 + tile_n.index[None, :]
         _, _, _, d = hl.rand4x(seed, offsets)
         lane3[tile_m, tile_n] = d
         # int64 offsets: the high word is the second Philox counter word
-        wide[tile_m, tile_n] = hl.rand([tile_m, tile_n], seed, offsets=offsets.to(torch.int64) + 2**32)
+        wide[tile_m, tile_n] = hl.rand(
+            [tile_m, tile_n], seed, offsets=offsets.to(torch.int64) + 2**32
+        )
     return uniform, ints, lane3, wide
 
 
@@ -51,10 +55,12 @@ def test_hl_rand_bit_identical_to_ref_for_any_config(device):
     x = torch.empty(5, 23, device=device)
     seed = 2**40 + 977  # a key with both words set
     flat = _flat_offsets((5, 23), device)
-    offsets = (torch.arange(5, device=device)[:, None] * 100 + torch.arange(23, device=device)[None, :]).int()
+    offsets = (
+        torch.arange(5, device=device)[:, None] * 100 + torch.arange(23, device=device)[None, :]
+    ).int()
     expected = (
         philox.uniform(seed, flat),
-        philox.randint(seed, flat, -2**31, 2**31),
+        philox.randint(seed, flat, -(2**31), 2**31),
         philox.uniform4x(seed, offsets)[3],
         philox.uniform(seed, offsets.long() + 2**32),
     )
@@ -66,7 +72,7 @@ def test_hl_rand_bit_identical_to_ref_for_any_config(device):
             assert torch.equal(got, want), config
     ref = helion.kernel(all_generators, backend="ref").bind((x, seed))
     ref_result = ref.compile_config(ref.config_spec.default_config())(x, seed)
-    assert all(torch.equal(a, b) for a, b in zip(ref_result, expected))
+    assert all(torch.equal(a, b) for a, b in zip(ref_result, expected, strict=True))
 
 
 def torch_random(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -106,7 +112,9 @@ def rand_seed_tensor(x: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("dtype, shape", [(torch.int32, (1,)), (torch.int64, ())])
 def test_seed_as_a_tensor(device, dtype, shape):
     x = torch.empty(45, device=device)
-    bound = helion.kernel(rand_seed_tensor, backend="triton").bind((x, torch.zeros(shape, dtype=dtype, device=device)))
+    bound = helion.kernel(rand_seed_tensor, backend="triton").bind(
+        (x, torch.zeros(shape, dtype=dtype, device=device))
+    )
     run = bound.compile_config(bound.config_spec.default_config())
     for value in (3, -9, 123456):
         seed = torch.full(shape, value, dtype=dtype, device=device)
@@ -115,7 +123,7 @@ def test_seed_as_a_tensor(device, dtype, shape):
 
 
 def row_noise(x: torch.Tensor) -> torch.Tensor:
-    m, n = x.shape
+    m, _n = x.shape
     out = torch.empty([m], dtype=x.dtype, device=x.device)
     for tile_m in hl.tile(m):
         row = x[tile_m, :]
@@ -150,7 +158,7 @@ def test_uniformity(device):
     x = torch.empty(3000, device=device)
     bound = helion.kernel(rand_1d, backend="triton").bind((x, 99))
     u, r = bound.compile_config(bound.config_spec.default_config())(x, 99)
-    assert 0 <= u.min() and u.max() < 1 and abs(u.mean().item() - 0.5) < 0.03
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean().item() - 0.5) < 0.03
     assert (torch.histc(u.cpu(), bins=4, min=0, max=1) - 750).abs().max() < 100
     assert r.min() == 0 and r.max() == 9
     assert (torch.bincount(r.cpu().long(), minlength=10) - 300).abs().max() < 75

@@ -12,7 +12,9 @@ and Triton give the same numbers.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any
+from typing import Callable
+from typing import Sequence
 
 import torch
 
@@ -35,7 +37,9 @@ def seed_value(seed: Any, api: str) -> Any:
         return int(seed)
     if isinstance(seed, torch.Tensor):
         if seed.numel() != 1:
-            raise exc.TypeInferenceError(f"{api}: a seed tensor must have one element, got shape {list(seed.shape)}")
+            raise exc.TypeInferenceError(
+                f"{api}: a seed tensor must have one element, got shape {list(seed.shape)}"
+            )
         if seed.dtype.is_floating_point or seed.dtype == torch.bool:
             raise exc.TypeInferenceError(f"{api}: the seed must be an integer, got {seed.dtype}")
         return seed.reshape(()).to(torch.int64)
@@ -86,7 +90,11 @@ def explicit_offsets(offsets: Any, api: str) -> torch.Tensor:
         offsets = offsets.index
     if isinstance(offsets, int) and not isinstance(offsets, bool):
         return torch.tensor(offsets, dtype=torch.int64)
-    if not isinstance(offsets, torch.Tensor) or offsets.dtype.is_floating_point or offsets.dtype == torch.bool:
+    if (
+        not isinstance(offsets, torch.Tensor)
+        or offsets.dtype.is_floating_point
+        or offsets.dtype == torch.bool
+    ):
         raise exc.TypeInferenceError(f"{api}: offsets must be an integer tensor")
     if offsets.dtype not in (torch.int32, torch.int64):
         offsets = offsets.to(torch.int32)
@@ -100,7 +108,11 @@ def hl_rand(mode: Any, shape: list, seed: Any, offsets: Any = None) -> torch.Ten
     mode._device_only("rand")
     with torch._C.DisableTorchFunction():
         key = seed_value(seed, "hl.rand")
-        counters = explicit_offsets(offsets, "hl.rand") if offsets is not None else shape_offsets(mode, shape)
+        counters = (
+            explicit_offsets(offsets, "hl.rand")
+            if offsets is not None
+            else shape_offsets(mode, shape)
+        )
         return philox.uniform(key, counters.to(mode.device))
 
 
@@ -163,7 +175,9 @@ def _float_dtype(dtype: Any, name: str) -> torch.dtype:
 
 def _check_kwargs(name: str, kwargs: dict) -> None:
     if kwargs.get("generator") is not None:
-        raise exc.NotAllowedOnDevice(f"{name} with a generator (device code draws from the kernel's per-call seed)")
+        raise exc.NotAllowedOnDevice(
+            f"{name} with a generator (device code draws from the kernel's per-call seed)"
+        )
     if kwargs.get("out") is not None:
         raise exc.NotAllowedOnDevice(f"out= in {name}")
 
@@ -177,7 +191,11 @@ def _sample(mode: Any, offsets: torch.Tensor, normal: bool, dtype: torch.dtype) 
 def _creation(normal: bool, name: str) -> Callable[..., torch.Tensor]:
     def handler(mode: Any, *size: Any, dtype: Any = None, **kwargs: Any) -> torch.Tensor:
         _check_kwargs(name, kwargs)
-        items = list(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)) else list(size)
+        items = (
+            list(size[0])
+            if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size))
+            else list(size)
+        )
         with torch._C.DisableTorchFunction():
             return _sample(mode, shape_offsets(mode, items), normal, _float_dtype(dtype, name))
 

@@ -18,14 +18,20 @@ its position (line and column) as the high word of the Philox key, so sites are 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from typing import Sequence
 
 import sympy
 import torch
 
 from helion import exc
-from helion.frontend.proxies import DeviceValue, HostTensor, SymDim, TileProxy
-from helion.ir.core import ScalarArg, TensorType, Value
+from helion.frontend.proxies import DeviceValue
+from helion.frontend.proxies import HostTensor
+from helion.frontend.proxies import SymDim
+from helion.frontend.proxies import TileProxy
+from helion.ir.core import ScalarArg
+from helion.ir.core import TensorType
+from helion.ir.core import Value
 from helion.language import ConstExpr
 from helion.language import _ops as ops
 from helion.language import philox
@@ -42,16 +48,20 @@ def seed_operand(tracer: Any, seed: Any, api: str) -> Any:
     if isinstance(seed, HostTensor):
         if seed.numel() != 1:
             raise exc.TypeInferenceError(
-                f"{api}: a seed tensor must have one element, got shape {list(seed.shape)}", loc=tracer.current_loc()
+                f"{api}: a seed tensor must have one element, got shape {list(seed.shape)}",
+                loc=tracer.current_loc(),
             )
         seed = tracer.load(seed, (0,) * seed.ndim, None, None)
     if isinstance(seed, DeviceValue):
         value = seed.value
         if value.dtype.is_floating_point or value.dtype == torch.bool:
-            raise exc.TypeInferenceError(f"{api}: the seed must be an integer, got {value.dtype}", loc=tracer.current_loc())
+            raise exc.TypeInferenceError(
+                f"{api}: the seed must be an integer, got {value.dtype}", loc=tracer.current_loc()
+            )
         if any(d != 1 for d in value.shape):
             raise exc.TypeInferenceError(
-                f"{api}: the seed must be a scalar, got a value of shape {list(value.shape)}", loc=tracer.current_loc()
+                f"{api}: the seed must be a scalar, got a value of shape {list(value.shape)}",
+                loc=tracer.current_loc(),
             )
         if value.shape:
             value = tracer.emit(ops.view_reshape, [value], {"shape": ()}).output
@@ -113,9 +123,13 @@ def default_offsets(tracer: Any, dims: Sequence[sympy.Expr]) -> Value:
         if rank > 1:
             items = tuple("slice" if a == axis else None for a in range(rank))
             shape = tuple(index.shape[0] if a == axis else sympy.Integer(1) for a in range(rank))
-            index = tracer.emit(ops.view_subscript, [index], {"items": items, "shape": shape}).output
+            index = tracer.emit(
+                ops.view_subscript, [index], {"items": items, "shape": shape}
+            ).output
         term = _mul(tracer, index, stride)
-        offsets = term if offsets is None else tracer.emit(ops.BINARY["add"], [term, offsets]).output
+        offsets = (
+            term if offsets is None else tracer.emit(ops.BINARY["add"], [term, offsets]).output
+        )
         stride = _mul(tracer, stride, extent)
     return offsets
 
@@ -123,13 +137,16 @@ def default_offsets(tracer: Any, dims: Sequence[sympy.Expr]) -> Value:
 def _explicit_offsets(tracer: Any, offsets: Any, api: str) -> Value:
     if isinstance(offsets, HostTensor):
         raise exc.TypeInferenceError(
-            f"{api}: offsets must be a device tensor (load a tile of {offsets.arg.name} first)", loc=tracer.current_loc()
+            f"{api}: offsets must be a device tensor (load a tile of {offsets.arg.name} first)",
+            loc=tracer.current_loc(),
         )
     if isinstance(offsets, TileProxy):
         offsets = offsets.index
     value = tracer.as_value(offsets)
     if value.dtype.is_floating_point or value.dtype == torch.bool:
-        raise exc.TypeInferenceError(f"{api}: offsets must be integers, got {value.dtype}", loc=tracer.current_loc())
+        raise exc.TypeInferenceError(
+            f"{api}: offsets must be integers, got {value.dtype}", loc=tracer.current_loc()
+        )
     if value.dtype not in (torch.int32, torch.int64):
         value = tracer.emit(ops.cast, [value], {"dtype": torch.int32}).output
     return value
@@ -193,14 +210,17 @@ def _site_seed(tracer: Any) -> Value:
 def _float_dtype(tracer: Any, dtype: Any, name: str) -> torch.dtype:
     dtype = dtype or torch.get_default_dtype()
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise exc.TypeInferenceError(f"{name} in device code needs a floating dtype, got {dtype}", loc=tracer.current_loc())
+        raise exc.TypeInferenceError(
+            f"{name} in device code needs a floating dtype, got {dtype}", loc=tracer.current_loc()
+        )
     return dtype
 
 
 def _check_kwargs(tracer: Any, name: str, kwargs: dict) -> None:
     if kwargs.get("generator") is not None:
         raise exc.NotAllowedOnDevice(
-            f"{name} with a generator (device code draws from the kernel's per-call seed)", loc=tracer.current_loc()
+            f"{name} with a generator (device code draws from the kernel's per-call seed)",
+            loc=tracer.current_loc(),
         )
     if kwargs.get("out") is not None:
         raise exc.NotAllowedOnDevice(f"out= in {name}", loc=tracer.current_loc())

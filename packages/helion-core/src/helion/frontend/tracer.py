@@ -381,7 +381,9 @@ class Tracer:
         self.blocks.append(body)
         self.loop_depth += 1
         outer_tiles = dict(self.open_tiles)
-        self.open_tiles.update({t.type.block_id: (b, e, t) for t, b, e in zip(tiles, begins, ends)})
+        self.open_tiles.update(
+            {t.type.block_id: (b, e, t) for t, b, e in zip(tiles, begins, ends, strict=True)}
+        )
         if top_level:
             self.loop_deps.begin_loop()
         if request.jagged is not None:

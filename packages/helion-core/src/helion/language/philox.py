@@ -63,7 +63,11 @@ def philox4x32(seed: Any, offsets: torch.Tensor, rounds: int = ROUNDS) -> tuple[
     Returns:
         `(c0, c1, c2, c3)`; `c0` is what `tl.randint` returns.
     """
-    if not isinstance(offsets, torch.Tensor) or offsets.dtype.is_floating_point or offsets.dtype == torch.bool:
+    if (
+        not isinstance(offsets, torch.Tensor)
+        or offsets.dtype.is_floating_point
+        or offsets.dtype == torch.bool
+    ):
         raise TypeError("philox4x32: offsets must be an integer tensor")
     wide = offsets.dtype.itemsize > 4
     counter = offsets.to(torch.int64)
@@ -131,7 +135,9 @@ def check_int_range(low: Any, high: Any) -> None:
         if isinstance(bound, bool) or not isinstance(bound, int):
             raise TypeError(f"hl.randint bounds must be Python ints, got {type(bound).__name__}")
     if not -(2**31) <= low < high <= 2**31:
-        raise ValueError(f"hl.randint needs -2**31 <= low < high <= 2**31, got low={low}, high={high}")
+        raise ValueError(
+            f"hl.randint needs -2**31 <= low < high <= 2**31, got low={low}, high={high}"
+        )
 
 
 def row_major_offsets(indices: list[torch.Tensor], extents: list[int]) -> torch.Tensor:
