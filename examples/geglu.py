@@ -62,7 +62,9 @@ def packed_args() -> tuple:
 
 CASES = [
     Case("geglu", geglu, geglu_reference, atol=1e-2, rtol=1e-2),
-    Case("geglu_packed", geglu_packed, geglu_packed_reference, atol=1e-2, rtol=1e-2, args=packed_args),
+    Case(
+        "geglu_packed", geglu_packed, geglu_packed_reference, atol=1e-2, rtol=1e-2, args=packed_args
+    ),
 ]
 
 

@@ -20,7 +20,9 @@ import helion.language as hl
 
 
 @helion.kernel()
-def jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+def jsd(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5
+) -> torch.Tensor:
     n, v = student_logits.shape
     assert teacher_logits.shape == (n, v), "student and teacher logits must have the same shape"
     row_losses = torch.empty([n], dtype=torch.float32, device=student_logits.device)

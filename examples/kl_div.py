@@ -2,9 +2,9 @@
 log-probabilities, `y_true` probabilities (or log-probabilities with `log_target=True`).
 
 Each program owns a tile of rows and walks the (long) vocabulary in chunks of a registered block
-size, accumulating `y_true * (log(y_true) - y_pred)` per row in float32 (terms with
-`y_true == 0` count as 0, as in torch). The per-row losses are summed and divided by the batch
-size on the host.
+size (at least 32 columns), accumulating `y_true * (log(y_true) - y_pred)` per row in float32
+(terms with `y_true == 0` count as 0, as in torch). The per-row losses are summed and divided by
+the batch size on the host.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import helion.language as hl
 
 
 @helion.kernel()
-def kl_div(y_pred: torch.Tensor, y_true: torch.Tensor, log_target: hl.constexpr = False) -> torch.Tensor:
+def kl_div(
+    y_pred: torch.Tensor, y_true: torch.Tensor, log_target: hl.constexpr = False
+) -> torch.Tensor:
     n, v = y_pred.shape
     assert y_true.shape == (n, v), "y_pred and y_true must have the same shape"
     row_losses = torch.empty([n], dtype=torch.float32, device=y_pred.device)
@@ -39,7 +41,9 @@ def kl_div(y_pred: torch.Tensor, y_true: torch.Tensor, log_target: hl.constexpr 
     return row_losses.sum() / n
 
 
-def kl_div_reference(y_pred: torch.Tensor, y_true: torch.Tensor, log_target: bool = False) -> torch.Tensor:
+def kl_div_reference(
+    y_pred: torch.Tensor, y_true: torch.Tensor, log_target: bool = False
+) -> torch.Tensor:
     return F.kl_div(y_pred.float(), y_true.float(), reduction="batchmean", log_target=log_target)
 
 

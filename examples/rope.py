@@ -62,7 +62,9 @@ def rope_reference(
     return tuple(((x.float() * c + rotate_half(x.float()) * s).to(x.dtype)) for x in (q, k))
 
 
-def rope_tables(seq: int, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_tables(
+    seq: int, head_dim: int, base: float = 10000.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, device=DEVICE).float() / head_dim)
     angles = torch.outer(torch.arange(seq, device=DEVICE).float(), inv_freq)
     angles = torch.cat((angles, angles), dim=-1)

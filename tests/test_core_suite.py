@@ -118,6 +118,15 @@ def test_suite_is_complete():
         "histogram",
         "split_k_sum",
         "split_k_matmul",
+        "batch_softmax",
+        "softmax_decomposed",
+        "kl_div",
+        "kl_div_log_target",
+        "jsd",
+        "geglu",
+        "geglu_packed",
+        "swiglu",
+        "rope",
     }
     assert required <= names, required - names
 
