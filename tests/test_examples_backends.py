@@ -65,14 +65,7 @@ def _assert_clear_refusal(error: exc.BackendUnsupported, backend: str, kernel: h
 
 # Known backend bugs (each an internal error where a result or a clear refusal is due); strict,
 # so a fix makes the test fail until the entry is removed. Tracked in the stop notes.
-KNOWN_BUGS = {
-    ("rope", "pallas"): "wrong result or internal error on Pallas",
-    ("moe_matmul", "pallas"): "Out of bound slice on expert_offsets[1 : experts + 1]",
-    ("layer_norm_bwd", "pallas"): "store to partial[tile.id, :] fails in dynamic_slice (int32 vs int64)",
-    ("rms_norm_bwd", "pallas"): "store to partial[tile.id, :] fails in dynamic_slice (int32 vs int64)",
-    ("int4_gemm", "cute"): "cute.compile: Expected TensorSSA, got Vector",
-    ("int4_gemm_scaled", "cute"): "cute.compile: Expected TensorSSA, got Vector",
-}
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--random", type=int, default=2)
     parser.add_argument("--backend", default="pallas")
     parser.add_argument("--show", action="store_true", help="print the generated code of failures")
+    parser.add_argument("--compare", default="triton", help="also time this backend ('' for none)")
     options = parser.parse_args()
     ensure_plugin()
     from pallas_kernels import CASES
@@ -93,10 +94,19 @@ def main() -> None:
             compiled = bound.compile_config(configs[0])
             kernel_ms = time_ms(functools.partial(compiled, *args))
             torch_ms = time_ms(functools.partial(case.reference, *args))
+            other = ""
+            if options.compare:
+                try:  # the same kernel and config space on the other backend, its default config
+                    rival = helion.kernel(case.fn, backend=options.compare, autotune_effort="none").bind(args)
+                    run = rival.compile_config(rival.config_spec.default_config())
+                    rival_ms = time_ms(functools.partial(run, *args))
+                    other = f"{options.compare} {rival_ms:8.3f} ms  ratio {kernel_ms / rival_ms:6.2f}  "
+                except Exception as error:
+                    other = f"{options.compare} failed: {type(error).__name__}  "
             passed += 1
             print(
                 f"ok    {case.name:14s} {len(configs)} configs  {options.backend} {kernel_ms:8.3f} ms  "
-                f"torch {torch_ms:8.3f} ms  (compile+check {time.perf_counter() - started:.1f} s)",
+                f"{other}torch {torch_ms:8.3f} ms  (compile+check {time.perf_counter() - started:.1f} s)",
                 flush=True,
             )
         except Exception as error:  # report and go on with the next kernel

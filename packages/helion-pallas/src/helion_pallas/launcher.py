@@ -108,10 +108,19 @@ class PallasCompiledKernel:
     def __call__(self, *host_values: Any) -> None:
         import jax
 
+        on_cuda = self.device.type == "cuda"
+        if on_cuda:
+            # JAX runs on its own CUDA stream and DLPack does not order it after torch's: the
+            # host code's `torch.zeros` of an accumulated output (a histogram) may not have run
+            # yet, and the reused memory would hold a previous call's counts
+            torch.cuda.current_stream(self.device).synchronize()
         with jax.enable_x64(True):
             arrays = [to_jax(host_values[position]) for position in self._tensor_positions]
             for position, dtype in self._scalar_positions:
                 arrays.append(numpy.asarray(host_values[position], dtype=dtype))
             results = self._executable(*arrays)
+            if on_cuda:
+                # and torch's copy below must not read the results before JAX wrote them
+                jax.block_until_ready(results)
         for position, result in zip(self._written_positions, results, strict=True):
             host_values[position].copy_(torch.from_dlpack(result))

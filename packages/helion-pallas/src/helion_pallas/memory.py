@@ -4,7 +4,8 @@ A tensor gets a BlockSpec (its ref is the block of the current program) when eve
 in the loop has the same plain pattern over the top-level tiles: tiles of the grid starting at 0
 with power-of-two block sizes, full slices starting at 0, constant indices, and `hl.grid`
 indices. Every other tensor is passed whole and indexed with `pl.ds` slices (tiles of inner
-loops, data-dependent offsets) or with integer index arrays (gathers and scatters). Out-of-bounds
+loops, data-dependent offsets) or with integer index arrays (gathers and scatters, and bounded
+slices whose padded window would start in the dim and run past its end). Out-of-bounds
 lanes are masked in every case (`plgpu.load(..., mask=, other=0)`, `plgpu.store(..., mask=)`).
 """
 
@@ -118,6 +119,31 @@ def _has_tensor_index(items: tuple) -> bool:
     return any(item[0] == "tensor" for item in items)
 
 
+def _window_overruns(ctx: KernelCodegen, node: Node, shape: tuple) -> bool:
+    """Whether a bounded slice that starts past 0 runs beyond the end of its dimension once
+    padded to a power of two (`x[..., 12:24]` of a dim of 24 is a 16-lane window at 12).
+
+    JAX rejects such a `pl.ds` window with a static start at trace time, so these accesses
+    are indexed with integer arrays instead, whose out-of-bounds lanes the mask covers. (A
+    window at 0 is never checked, and tile windows start at traced begins.) For accesses without
+    index tensors."""
+    sizes = node.attrs["tensor"].shape
+    position = 0  # in the IR shape of the access
+    dim = 0  # in the tensor
+    for item in node.attrs["items"]:
+        kind = item[0]
+        if kind == "full" and item[1] and item[1] + ctx.dim_size(shape[position]) > sizes[dim]:
+            return True
+        position += kind in ("none", "tile", "full")
+        dim += kind != "none"
+    return False
+
+
+def _indexed_with_arrays(ctx: KernelCodegen, node: Node, shape: tuple) -> bool:
+    """Whether an access goes through integer index arrays rather than a slab."""
+    return _has_tensor_index(node.attrs["items"]) or _window_overruns(ctx, node, shape)
+
+
 def _sliced_dims(node: Node) -> list[Any]:
     """IR dimensions of the loaded/stored slab, without the `None` (new axis) items."""
     shape = node.output.shape if node.op is ops.load else _index_shape(node)
@@ -141,6 +167,9 @@ def _index_shape(node: Node) -> tuple:
 
 def _slice_indexer(ctx: KernelCodegen, node: Node, shape: tuple) -> str:
     """`pl.ds` / integer indexer of an access without index tensors (whole-array ref)."""
+    # interpret mode's store wants every start of one dtype: a Python int start would be an
+    # int64 next to the index-dtype tile begins and scalars
+    dynamic = any(item[0] not in ("full", "none") for item in node.attrs["items"])
     parts = []
     position = 0  # position in the IR shape of the access
     for item in node.attrs["items"]:
@@ -152,7 +181,10 @@ def _slice_indexer(ctx: KernelCodegen, node: Node, shape: tuple) -> str:
             parts.append(f"pl.ds({tile.begin}, {tile.padded})")
             position += 1
         elif kind == "full":
-            parts.append(f"pl.ds({item[1]}, {ctx.dim_size(shape[position])})")
+            start = str(item[1])
+            if dynamic:
+                start = f"jnp.asarray({start}, dtype={ctx.dtype(ctx.index_dtype)})"
+            parts.append(f"pl.ds({start}, {ctx.dim_size(shape[position])})")
             position += 1
         elif kind == "const":
             # an array, not a Python int: interpret mode's masked accesses want shaped indices
@@ -301,7 +333,7 @@ def _load(ctx: KernelCodegen, node: Node) -> str:
     shape = node.output.shape
     extra = _extra_mask(ctx, node)
     ctx.mark_zero_padded(node.output)
-    if _has_tensor_index(node.attrs["items"]):
+    if _indexed_with_arrays(ctx, node, shape):
         indices = ", ".join(_gather_indices(ctx, node, shape))
         mask = _mask_in(ctx, node, shape, extra)
         return _load_expr(ctx, f"{plan.param}.at[{indices}]", f"{plan.param}[{indices}]", mask)
@@ -318,7 +350,7 @@ def _store(ctx: KernelCodegen, node: Node) -> None:
     value = ctx.typed(value_operand, node.attrs["tensor"].dtype)
     extra = _extra_mask(ctx, node)
     origin = ctx.origin(node)
-    if _has_tensor_index(node.attrs["items"]):
+    if _indexed_with_arrays(ctx, node, shape):
         indices = _gather_indices(ctx, node, shape)
         mask = _mask_in(ctx, node, shape, extra)
         value = f"jnp.broadcast_to({value}, {ctx.shape_text(shape)})"
