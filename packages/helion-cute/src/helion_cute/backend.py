@@ -79,14 +79,9 @@ class CuteBackend(Backend):
         what, loc = problems[0]
         hint = None
         if len(problems) > 1:
+            # a SourceLocation prints as "file:line"
             others = "; ".join(
-                f"{w}"
-                + (
-                    f" (line {where.line})"
-                    if where is not None and getattr(where, "line", None)
-                    else ""
-                )
-                for w, where in problems[1:]
+                f"{w} ({where})" if where is not None else w for w, where in problems[1:]
             )
             hint = f"Also unsupported: {others}. Use backend='ref' or 'triton' for this kernel."
         raise exc.BackendUnsupported(what, self.name, loc=loc, hint=hint)

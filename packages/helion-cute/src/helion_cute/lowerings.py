@@ -266,6 +266,10 @@ _OPERATORS = {
     "right_shift": ">>",
 }
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+# TensorSSA has no shift operators: `<<` / `>>` fall back to the MLIR vector's and give a
+# plain Vector, which `.store()` and `.to()` reject. `apply_op` keeps a TensorSSA and applies the
+# dtype's signedness (arithmetic right shift for signed integers, as torch does).
+_SHIFTS = {"<<": "operator.lshift", ">>": "operator.rshift"}
 
 
 def _arithmetic(symbol: str) -> Callable:
@@ -275,7 +279,10 @@ def _arithmetic(symbol: str) -> Callable:
         if symbol == "**" and not compute.is_floating_point:
             raise exc.BackendUnsupported("integer pow", "cute", loc=node.loc)
         a, b = _operands(ctx, node, args, compute)
-        expr = f"({a} {symbol} {b})"
+        if symbol in _SHIFTS and ctx.axes_of(node.output):
+            expr = f"{a}.apply_op({_SHIFTS[symbol]}, {b})"
+        else:
+            expr = f"({a} {symbol} {b})"
         if compute != out:
             expr = (
                 f"{expr}.to({cutlass_type(out)})"

@@ -81,7 +81,7 @@ def edit_spec(ir: KernelIR, spec: Any) -> None:
 
 
 def _prefer_wgmma_tiles(ir: KernelIR, spec: Any) -> None:
-    """Default the dot tiles of a matmul to a warpgroup-MMA friendly 128x128x64."""
+    """Default the dot tiles of a matmul to a warpgroup-MMA friendly 128x128x64 (batch dims 1)."""
     fragments = spec.block_sizes
     if not fragments:
         return
@@ -89,7 +89,13 @@ def _prefer_wgmma_tiles(ir: KernelIR, spec: Any) -> None:
     for loop in ir.loops:
         blocks = [ir.block(b) for b in loop.block_ids if ir.block(b).kind == "tile"]
         for info in blocks:
-            if not info.used_in_dot or info.config_index is None:
+            if info.config_index is None:
+                continue
+            if not info.used_in_dot:
+                # a batch dim of a batched dot: one slice per program. Several slices per
+                # program multiply the code cute.compile must build (4 took it minutes)
+                if loop.top_level:
+                    defaults[info.config_index] = fragments[info.config_index].clamp(1)
                 continue
             wanted = 128 if loop.top_level else 64
             defaults[info.config_index] = fragments[info.config_index].clamp(wanted)
