@@ -636,6 +636,20 @@ class IndexOffsetOutOfRangeForInt32(BaseError):
     hint = "Use index_dtype=torch.int64 (or leave it unset to pick it automatically)."
 
 
+class IndexOutOfBounds(BaseError):
+    """An unmasked lane of a load, store or atomic falls outside its tensor (compiled code would
+    touch memory past it)."""
+
+    message = (
+        "Out-of-bounds {0} of tensor '{1}': index {2} along dimension {3} (of size {4}) is not "
+        "masked."
+    )
+    hint = (
+        "Loop over the tensor's own size, or pass extra_mask= so that lanes outside the tensor "
+        "are skipped."
+    )
+
+
 class InputTensorNumelExceedsIndexType(BaseError):
     message = "Kernel index_dtype is {0}, but input tensor is too large: numel={1}."
     hint = "Use index_dtype=torch.int64 or leave index_dtype unset."

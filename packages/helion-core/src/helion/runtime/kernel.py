@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import re
 import sys
 import threading
+import types
 from typing import Any, Callable, Hashable, Sequence
 
 import torch
@@ -55,7 +57,9 @@ class Kernel:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.KEYWORD_ONLY):
                 raise TypeError(f"Helion kernel {self.name!r} may not take *args, **kwargs or keyword-only arguments")
         self._constexpr_params = {
-            name for name, p in self.signature.parameters.items() if "constexpr" in str(p.annotation) or "ProcessGroupName" in str(p.annotation)
+            name
+            for name, p in self.signature.parameters.items()
+            if _is_constexpr_annotation(p.annotation, fn)
         }
         self._bound: dict[Hashable, BoundKernel] = {}
         self._split: ast_rewrite.SplitKernel | None = None
@@ -171,6 +175,24 @@ class Kernel:
         return f"<helion.Kernel {self.name}>"
 
 
+# how a string annotation (postponed by `from __future__ import annotations`) can name ConstExpr
+# when it cannot be evaluated: `hl.constexpr`, `helion.language.ConstExpr`, `ProcessGroupName`
+_CONSTEXPR_ANNOTATION = re.compile(r"\b(?:constexpr|ConstExpr|ProcessGroupName)\b")
+
+
+def _is_constexpr_annotation(annotation: Any, fn: Callable) -> bool:
+    """Whether a parameter annotation marks a compile-time constant: `hl.constexpr` (or a
+    subclass such as `hl.ProcessGroupName`), given as the object itself or as a string."""
+    if isinstance(annotation, str):
+        try:
+            # what typing.get_type_hints does; a name it cannot see (a local import, one under
+            # TYPE_CHECKING) leaves only the text to go by
+            annotation = eval(annotation, dict(getattr(fn, "__globals__", {})))
+        except Exception:
+            return _CONSTEXPR_ANNOTATION.search(annotation) is not None
+    return isinstance(annotation, type) and issubclass(annotation, ConstExpr)
+
+
 def _hashable(value: Any) -> Hashable:
     if isinstance(value, ConstExpr):
         value = value.value
@@ -178,9 +200,11 @@ def _hashable(value: Any) -> Hashable:
         return tuple(_hashable(v) for v in value)
     try:
         hash(value)
-        return value
     except TypeError:
         return repr(value)
+    if callable(value) and not isinstance(value, type):
+        return _StableRepr(value, _describe_callable)
+    return value
 
 
 def _arg_key(arg: Any, static: bool) -> Hashable:
@@ -205,9 +229,9 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
         closure = tuple(_captured_key(_cell_value(c), static) for c in (arg.__closure__ or ()))
         defaults = tuple(_captured_key(d, static) for d in (arg.__defaults__ or ()))
         kwdefaults = tuple((k, _captured_key(v, static)) for k, v in sorted((arg.__kwdefaults__ or {}).items()))
-        return (arg.__code__, closure, defaults, kwdefaults)
+        return (_StableRepr(arg.__code__, _describe_code), closure, defaults, kwdefaults)
     if callable(arg):
-        return arg
+        return _StableRepr(arg, _describe_callable)
     raise TypeError(f"unsupported argument type {type(arg).__name__} for a Helion kernel")
 
 
@@ -235,7 +259,85 @@ def _captured_key(value: Any, static: bool) -> Hashable:
     try:
         return _arg_key(value, static)
     except TypeError:
-        return ("object", id(value))  # anything else is compared by identity
+        # anything else is compared by identity (on disk: by its type)
+        identity = (type(value), id(value))
+        return ("object", _StableRepr(identity, _describe_instance))
+
+
+class _StableRepr:
+    """An entry of a specialization key that compares by `key` in memory, but whose repr (what
+    the on-disk autotune cache stores) is `describe(key)`: code objects and objects compared by
+    identity print with an address, which differs from one process to the next."""
+
+    __slots__ = ("key", "describe")
+
+    def __init__(self, key: Hashable, describe: Callable[[Any], str]) -> None:
+        self.key = key
+        self.describe = describe
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _StableRepr) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return self.describe(self.key)
+
+
+def _describe_code(code: types.CodeType) -> str:
+    return f"<code {code.co_qualname} {_code_digest(code)}>"
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """What the code does (bytecode, constants, names; nested functions included), not where it
+    is: its file and line numbers do not count."""
+    return hashlib.sha256(repr(_code_parts(code)).encode()).hexdigest()[:16]
+
+
+def _code_parts(code: types.CodeType) -> tuple:
+    return (
+        code.co_qualname,
+        code.co_argcount,
+        code.co_posonlyargcount,
+        code.co_kwonlyargcount,
+        code.co_flags,
+        code.co_code,
+        tuple(_constant_parts(c) for c in code.co_consts),
+        code.co_names,
+        code.co_varnames,
+        code.co_freevars,
+        code.co_cellvars,
+    )
+
+
+def _constant_parts(value: Any) -> Any:
+    if isinstance(value, types.CodeType):
+        return _code_parts(value)
+    if isinstance(value, (tuple, frozenset)):
+        parts = [_constant_parts(v) for v in value]
+        if isinstance(value, frozenset):
+            parts.sort(key=repr)  # a set's order follows string hashes, which vary by process
+        return (type(value).__name__, tuple(parts))
+    return (type(value).__name__, repr(value))
+
+
+def _qualified_name(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None)
+    if not isinstance(name, str):  # an instance: its class names it
+        return f"{_qualified_name(type(obj))} object"
+    module = getattr(obj, "__module__", None)
+    return f"{module}.{name}" if isinstance(module, str) else name
+
+
+def _describe_instance(key: tuple[type, int]) -> str:
+    return f"<{_qualified_name(key[0])} object>"
+
+
+def _describe_callable(fn: Any) -> str:
+    code = getattr(fn, "__code__", None)
+    digest = f" {_code_digest(code)}" if isinstance(code, types.CodeType) else ""
+    return f"<callable {_qualified_name(fn)}{digest}>"
 
 
 class HostMode:

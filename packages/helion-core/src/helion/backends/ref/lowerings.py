@@ -492,6 +492,41 @@ def _result_shape(indices: list[torch.Tensor], node: Any, ex: Any) -> list[int]:
     return list(torch.broadcast_shapes(*(i.shape for i in indices))) if indices else []
 
 
+# Compiled code turns an index into an address without checking it, so an unmasked lane outside
+# the tensor reads or writes someone else's memory. Torch would clamp a slice (and wrap a
+# negative index) instead; the ref backend refuses the access so the kernel's bug shows here.
+
+
+def _out_of_bounds(node: Any, access: str, index: int, dim: int, size: int) -> exc.IndexOutOfBounds:
+    return exc.IndexOutOfBounds(access, node.attrs["tensor"].name, index, dim, size, loc=node.loc)
+
+
+def _check_basic_bounds(node: Any, access: str, tensor: torch.Tensor, index: tuple) -> None:
+    """`index` is what `_basic_index` made: slices, ints and `None`s (new axes)."""
+    dim = 0
+    for entry in index:
+        if entry is None:
+            continue
+        begin, end = (entry.start, entry.stop) if isinstance(entry, slice) else (entry, entry + 1)
+        size = tensor.shape[dim]
+        if end > begin and (begin < 0 or end > size):
+            raise _out_of_bounds(node, access, begin if begin < 0 else max(begin, size), dim, size)
+        dim += 1
+
+
+def _check_gather_bounds(
+    node: Any, access: str, tensor: torch.Tensor, indices: list[torch.Tensor], keep: Any
+) -> None:
+    """`indices` has one index tensor per tensor dim; lanes where `keep` is false may be outside."""
+    for dim, (index, size) in enumerate(zip(indices, tensor.shape)):
+        outside = (index < 0) | (index >= size)
+        if keep is not None:
+            outside = outside & keep.to(torch.bool)
+        if bool(outside.any()):
+            lanes, hit = torch.broadcast_tensors(index, outside)
+            raise _out_of_bounds(node, access, int(lanes[hit].reshape(-1)[0]), dim, size)
+
+
 @ref_lowering(ops.load)
 def _load(ex: Any, node: Any, inputs: list) -> Any:
     return load_from(ex, node, ex.host[node.attrs["tensor"].index], inputs, _mask(inputs, node))
@@ -501,9 +536,12 @@ def load_from(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, mask: Any)
     """`tensor[attrs["items"]]` for a load-like node; lanes where `mask` is false read 0."""
     items = node.attrs["items"]
     if mask is None and _is_basic(items):
-        result = tensor[_basic_index(ex, items, inputs)]
+        index = _basic_index(ex, items, inputs)
+        _check_basic_bounds(node, node.op.name, tensor, index)
+        result = tensor[index]
         return result.clone() if ex.copy_loads or node.attrs["tensor"].index in ex.stored_tensors else result
     indices = _gather_index(ex, node, items, inputs)
+    _check_gather_bounds(node, node.op.name, tensor, indices, mask)
     if mask is not None:
         indices = _clamped(indices, tuple(tensor.shape))
     result = tensor[tuple(indices)] if indices else tensor.clone()
@@ -528,10 +566,12 @@ def store_into(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, value: An
     """`tensor[attrs["items"]] = value` for a store-like node, only where `mask` is true."""
     items = node.attrs["items"]
     if mask is None and _is_basic(items):
-        index = tuple(i for i in _basic_index(ex, items, inputs))
+        index = _basic_index(ex, items, inputs)
+        _check_basic_bounds(node, node.op.name, tensor, index)
         tensor[index] = fit_to_slot(value, tensor[index].shape)
         return
     indices = _gather_index(ex, node, items, inputs)
+    _check_gather_bounds(node, node.op.name, tensor, indices, mask)
     shape = _result_shape(indices, node, ex)
     value = fit_to_slot(value, shape)
     value = value.expand(value.shape if not shape else torch.broadcast_shapes(value.shape, shape)) if isinstance(value, torch.Tensor) else value
@@ -549,6 +589,7 @@ def _atomic(ex: Any, node: Any, inputs: list) -> Any:
     items = node.attrs["items"]
     value = inputs[node.attrs["value"]]
     indices = _gather_index(ex, node, items, inputs)
+    _check_gather_bounds(node, f"atomic_{node.attrs['kind']}", tensor, indices, _mask(inputs, node))
     value = fit_to_slot(value, _result_shape(indices, node, ex))
     shape = torch.broadcast_shapes(value.shape, *(i.shape for i in indices))
     value = value.expand(shape)
