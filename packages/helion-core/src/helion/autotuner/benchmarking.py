@@ -63,6 +63,9 @@ CUTOFF_MIN_MS = 1.0
 #: floor, configured)
 ADAPTIVE_TIMEOUT_SAMPLES = 10
 ADAPTIVE_TIMEOUT_FLOOR = 30.0
+#: adaptive first-run timeout (the first run includes the backend's lazy compile, e.g. ptxas):
+#: after this many first runs, limit = clamp(3 x their 0.9 quantile, floor, configured)
+ADAPTIVE_RUN_FLOOR = 10.0
 
 #: statuses a candidate can end in; every one but "ok" means it cannot win
 STATUSES = ("ok", "compile_error", "error", "oom", "crash", "timeout", "inaccurate", "skipped")
@@ -646,6 +649,7 @@ class _Job:
     deadline: float
     phase: str = "compile"
     compile_seconds: float | None = None
+    run_started: float | None = None
     output: Any = None
     retire: bool = False  # the worker reported its device unusable after this candidate
 
@@ -672,6 +676,8 @@ class _IsolatedRunner:
         self.jobs = max(1, jobs)
         self.compile_timeout = compile_timeout
         self.run_timeout = run_timeout
+        # seconds from "compiled" to a successful result, for the adaptive first-run timeout
+        self.first_run_seconds: list[float] = []
 
     # strategy hooks
     def _launch(self, index: int, config: Any) -> _Job:
@@ -743,11 +749,14 @@ class _IsolatedRunner:
             elif kind == "compiled":
                 job.phase = "run"
                 job.compile_seconds = float(message[1])
-                job.deadline = time.perf_counter() + self.run_timeout
+                job.run_started = time.perf_counter()
+                job.deadline = job.run_started + self.run_timeout
             elif kind == "output":
                 job.output = _from_bytes(message[1])
             elif kind == "result":
                 job.retire = len(message) > 3 and bool(message[3])
+                if message[1] == "ok" and job.run_started is not None:
+                    self.first_run_seconds.append(time.perf_counter() - job.run_started)
                 return CandidateResult(
                     job.config, message[1], reason=message[2], compile_seconds=job.compile_seconds
                 )
@@ -1006,6 +1015,7 @@ class BenchmarkHarness:
         self.compile_timeout = self.configured_compile_timeout
         self.adaptive_timeout = bool(getattr(s, "autotune_adaptive_timeout", True))
         self._compile_seconds: list[float] = []
+        self._first_run_seconds: list[float] = []
         self.run_timeout = float(getattr(s, "autotune_benchmark_timeout", 30) or 30)
         self.accuracy_check = bool(getattr(s, "autotune_accuracy_check", True))
         self.ignore_errors = bool(getattr(s, "autotune_ignore_errors", False))
@@ -1202,14 +1212,37 @@ class BenchmarkHarness:
         if self._spawn is not None:
             self._spawn.compile_timeout = self.compile_timeout
 
+    def _first_run_timeout(self) -> float:
+        """The limit on a screened candidate's first run. A hung or pathologically slow config
+        must not cost a quick search the configured 30 s: once enough candidates have run, the
+        limit follows what their first runs (lazy compile included) actually took."""
+        samples = sorted(self._first_run_seconds)
+        if not self.adaptive_timeout or len(samples) < ADAPTIVE_TIMEOUT_SAMPLES:
+            return self.run_timeout
+        q90 = samples[min(len(samples) - 1, int(0.9 * len(samples)))]
+        return min(self.run_timeout, max(ADAPTIVE_RUN_FLOOR, 3.0 * q90))
+
     def _screen(self, configs: list[Any]) -> list[CandidateResult | None]:
         self._adapt_compile_timeout()
+        first_run_timeout = self._first_run_timeout()
+        if self._spawn is not None:
+            self._spawn.run_timeout = first_run_timeout
         if self.isolation == "fork":
-            return list(_ForkRunner(self, self.jobs).run(configs, self._out_of_time))
+            runner = _ForkRunner(self, self.jobs)
+            runner.run_timeout = first_run_timeout
+            try:
+                return list(runner.run(configs, self._out_of_time))
+            finally:
+                self._first_run_seconds.extend(runner.first_run_seconds)
         if self.isolation == "spawn" and self._spawn is not None:
-            results: list[CandidateResult | None] = list(
-                self._spawn.run(configs, self._out_of_time)
-            )
+            spawn = self._spawn
+            try:
+                results: list[CandidateResult | None] = list(
+                    spawn.run(configs, self._out_of_time)
+                )
+            finally:
+                self._first_run_seconds.extend(spawn.first_run_seconds)
+                spawn.first_run_seconds.clear()
             if self._spawn.broken is not None:
                 self.log.warning(
                     "autotune workers cannot start (%s); screening in process instead",
