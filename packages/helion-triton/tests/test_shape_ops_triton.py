@@ -372,25 +372,50 @@ def test_int64_sort_with_indices_is_reported() -> None:
     assert "test_shape_ops_triton.py" in str(info.value)
 
 
+_GPU_SORT_CASES = [
+    c for c in CASES if c.name in ("sort_f32_specials_desc", "sort_3d_middle", "topk_smallest_bf16", "topk_sum")
+]
+
+
 @pytest.mark.parametrize(
-    "case",
-    [
-        c
-        for c in CASES
-        if c.name in ("sort_f32_specials_desc", "sort_3d_middle", "topk_smallest_bf16", "topk_sum")
-    ],
-    ids=repr,
+    ("case", "topk_descending"),
+    [(c, True) for c in _GPU_SORT_CASES] + [(c, False) for c in _GPU_SORT_CASES if "topk" in c.name],
+    ids=lambda v: repr(v) if isinstance(v, Case) else ("topk_descending" if v else "topk_largest_only"),
 )
-def test_gpu_sort_path_in_the_interpreter(case: Case, monkeypatch) -> None:
+def test_gpu_sort_path_in_the_interpreter(case: Case, topk_descending: bool, monkeypatch) -> None:
     # the interpreter normally sorts with its own network (tl.sort is slow there): check the
-    # tl.sort / tl.topk code that GPUs run as well, with one config
+    # tl.sort / tl.topk code that GPUs run as well, with one config; Triton <= 3.6 has a tl.topk
+    # without `descending`, emulated by complementing the keys
     from helion_triton import shape_ops
 
     monkeypatch.setattr(shape_ops, "NATIVE_SORT_IN_INTERPRETER", True)
+    monkeypatch.setattr(shape_ops, "_topk_has_descending", lambda: topk_descending)
     torch.manual_seed(0)
     args = case.make()
     bound = helion.kernel(case.fn, backend="triton", autotune_effort="none").bind(args)
     config = bound.config_spec.default_config()
     source = bound.to_code(config)
     assert "tl.sort(" in source or "tl.topk(" in source
+    check(bound.compile_config(config)(*clone(args)), case.reference(*clone(args)), case, case.name)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.name in ("gather", "cat_general", "cat_join_padded", "cat_three_dim0")],
+    ids=repr,
+)
+def test_gpu_one_hot_gather_in_the_interpreter(case: Case, monkeypatch) -> None:
+    # on a GPU, a gather (and the general torch.cat) with fewer index elements than threads
+    # is lowered as a one-hot select: Triton 3.6 asserts on tl.gather there. Run that code
+    # here with small tiles and many warps, where it is chosen
+    from helion_triton import shape_ops
+
+    monkeypatch.setattr(shape_ops, "ONE_HOT_GATHER_IN_INTERPRETER", True)
+    torch.manual_seed(0)
+    args = case.make()
+    bound = helion.kernel(case.fn, backend="triton", autotune_effort="none").bind(args)
+    spec = bound.config_spec
+    config = spec.normalize({**dict(spec.default_config()), "num_warps": 32})
+    source = bound.to_code(config)
+    assert "tl.where(pick" in source and "tl.gather(" not in source, source
     check(bound.compile_config(config)(*clone(args)), case.reference(*clone(args)), case, case.name)

@@ -31,6 +31,15 @@ from helion_triton.lowerings import triton_lowering
 
 # tests set this to run the GPU path (tl.sort / tl.topk) in the interpreter as well
 NATIVE_SORT_IN_INTERPRETER = False
+
+
+def _topk_has_descending() -> bool:
+    # tl.topk gained `descending` after Triton 3.6; before it always returns the largest first
+    import triton.language as tl
+
+    return "descending" in getattr(tl.topk, "arg_names", ())
+
+
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
 _TL_INT = {16: "tl.int16", 32: "tl.int32", 64: "tl.int64"}
 # the bits of a positive quiet NaN of each float dtype
@@ -193,8 +202,12 @@ def _sorted_keys(
         result = _interpreted_sort(ctx, ctx.assign(moved, "moved"), moved_shape, k)
     elif k is None:
         result = f"tl.sort({moved})"
-    else:
+    elif _topk_has_descending():
         result = f"tl.topk({moved}, {k}, descending=False)"
+    else:
+        # the keys are integers: complementing reverses their order, so the largest k of the
+        # complement are the smallest k keys, largest complement (smallest key) first
+        result = f"~tl.topk(~({moved}), {k})"
     result = ctx.assign(_from_last(result, rank, dim), "ordered")
     if not with_indices:
         return result, None
@@ -226,6 +239,47 @@ def _topk(ctx: Any, node: Node) -> tuple[str | None, str | None]:
     return values, indices
 
 
+# tests set this to run the GPU one-hot gather in the interpreter as well
+ONE_HOT_GATHER_IN_INTERPRETER = False
+# a one-hot select costs index elements x source lanes: only for small tensors
+_ONE_HOT_GATHER_LIMIT = 65536
+
+
+def _lane_gather(ctx: Any, source: str, source_shape: Any, index: str, index_shape: Any, dim: int, dtype: torch.dtype) -> str:
+    """``tl.gather(source, index, dim)``, or where Triton's GPU gather lowering cannot take it,
+    the same by a one-hot select. Triton 3.6 asserts (``isWarpLocal``) on small gathers: seen
+    on the H200 for [2..8, 32] indices with 4 and 16 warps, not for [16, 32] with 4 warps. Below
+    four elements per thread the gather becomes
+    ``sum(where(index == lane, source, 0))`` over the source lanes, exact (one term is kept)."""
+    index_elements = 1
+    for d in index_shape:
+        index_elements *= ctx.extent(d)
+    lanes = ctx.extent(source_shape[dim])
+    threads = 32 * ctx.options.num_warps
+    if (
+        (ctx.target.interpret and not ONE_HOT_GATHER_IN_INTERPRETER)
+        or index_elements >= 4 * threads
+        or index_elements * lanes > _ONE_HOT_GATHER_LIMIT
+    ):
+        return f"tl.gather({source}, {index}, {dim})"
+    rank = len(index_shape)
+    # narrow types are summed wide and cast back (exact: every other term is zero)
+    wide = None
+    if dtype.itemsize < 4:
+        wide = ctx.tl(torch.float32 if dtype.is_floating_point else torch.int32)
+    src = _to_last(source, rank, dim)
+    if wide is not None:
+        src = f"{src}.to({wide})"
+    src = ctx.assign(f"tl.expand_dims({src}, {rank - 1})", "source")
+    picks = ctx.assign(
+        f"tl.expand_dims({_to_last(index, rank, dim)}, {rank}) == tl.arange(0, {lanes})", "pick"
+    )
+    picked = f"tl.sum(tl.where({picks}, {src}, 0), axis={rank})"
+    if wide is not None:
+        picked = f"{picked}.to({ctx.tl(dtype)})"
+    return _from_last(picked, rank, dim)
+
+
 @triton_lowering(ops.gather)
 def _gather(ctx: Any, node: Node) -> str:
     source, index = node.inputs
@@ -234,7 +288,9 @@ def _gather(ctx: Any, node: Node) -> str:
     if mask is not None and index.id not in ctx.zero_lanes:
         # padded lanes of the index may hold anything: point them at lane 0
         idx = ctx.assign(f"tl.where({mask}, {idx}, 0)", "index")
-    return f"tl.gather({ctx.expr(source)}, {idx}, {node.attrs['dim']})"
+    return _lane_gather(
+        ctx, ctx.expr(source), source.shape, idx, index.shape, node.attrs["dim"], source.dtype
+    )
 
 
 def _insert_axis(ctx: Any, expr: str, rank: int, dim: int) -> str:
@@ -287,9 +343,8 @@ def _cat(ctx: Any, node: Node) -> str:
     for value, size, extent in zip(values, sizes, extents, strict=True):
         local = f"tl.minimum(tl.maximum({lane} - {offset}, 0), {extent - 1})"
         index = ctx.assign(f"tl.broadcast_to({local}, {ctx.shape(shape)})", "index")
-        gathered.append(
-            (offset, ctx.assign(f"tl.gather({ctx.expr(value)}, {index}, {dim})", "part"))
-        )
+        part = _lane_gather(ctx, ctx.expr(value), value.shape, index, shape, dim, value.dtype)
+        gathered.append((offset, ctx.assign(part, "part")))
         offset += size
     result = gathered[-1][1]
     for (_, part), (next_offset, _) in zip(

@@ -329,12 +329,23 @@ def _matmul_seeds(ir: KernelIR, spec: Any, target: TritonTarget) -> list[dict[st
 def _reduction_seeds(ir: KernelIR, spec: Any, analysis: KernelAnalysis) -> list[dict[str, Any]]:
     widest = max((b.size_hint for b in ir.reduction_blocks()), default=1)
     warps = 16 if widest >= 8192 else 8 if widest >= 2048 else 4
+    # whole rows in registers (a persistent reduction) read each element once: the first choice
+    # wherever the analysis allows it; the default config may loop, so say so explicitly
+    persistent = [
+        None if info.block_id not in analysis.rdim_infeasible else default
+        for info, default in zip(
+            ir.reduction_blocks(), spec.default_config().get("reduction_loops", []), strict=False
+        )
+    ]
     seeds = []
-    for rows in (1, 2, 4, 16):
+    for rows, row_warps in ((1, warps), (1, max(4, warps // 2)), (2, warps), (4, warps), (16, warps)):
         if rows * widest > 65536 and rows > 1:
             continue
         sizes = [rows if role == "outer" else 32 for _index, role in _block_roles(ir)]
-        seeds.append({"block_sizes": sizes, "num_warps": warps})
+        seed: dict[str, Any] = {"block_sizes": sizes, "num_warps": row_warps}
+        if persistent and spec.length("reduction_loops") == len(persistent):
+            seed["reduction_loops"] = persistent
+        seeds.append(seed)
     if widest >= 8192 and spec.length("reduction_loops"):
         loops = []
         for info in ir.reduction_blocks():

@@ -512,6 +512,11 @@ def emit_dot(tracer: Any, a: Any, b: Any, acc: Any, out_dtype: Any, *, default_f
         for info in tracer.ir.block_sizes:
             if info.symbol == dim:
                 info.used_in_dot = True
+    if va.dtype.itemsize == 1 or vb.dtype.itemsize == 1:
+        # 8-bit (fp8, int8) MMA instructions are 32 deep: a K tile below 32 does not compile
+        for info in tracer.ir.block_sizes:
+            if info.symbol == va.shape[-1]:
+                info.min_size = max(info.min_size, 32)
     node = tracer.emit(ops.dot, [va, vb, acc_value], {"out_dtype": result_dtype})
     result = node.output
     if acc_value is not None and not ops.shapes_equal(result.shape, acc_value.shape):
