@@ -468,7 +468,11 @@ def main() -> int:
         "cute wall ms",
         "torch wall ms",
     )
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    # rows may be shorter than the header (the wall-clock columns are only measured for some)
+    widths = [
+        max(len(str(r[i])) if i < len(r) else 0 for r in [header, *rows])
+        for i in range(len(header))
+    ]
     print()
     for row in [header, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)))

@@ -69,6 +69,9 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
                     if ms < best[0]:
                         best = (ms, config)
             except Exception as error:
+                if not failed:  # the whole story of a case's first failure goes to the log
+                    print(f"--- {case.name} {label}: {config}", flush=True)
+                    traceback.print_exc()
                 failed.append(f"{label}: {type(error).__name__}: {str(error).splitlines()[-1][:160] if str(error) else ''}")
         torch_ms = timer.median_ms(lambda: case.reference(*args), target_s=0.05)
         rows.append({

@@ -166,28 +166,32 @@ def main() -> int:
     rooflines = {"copy_tbs": copy_bandwidth_tbs(timer), "cublas_tflops": cublas_peak_tflops(timer)}
     print(f"device {torch.cuda.get_device_name()}: copy {rooflines['copy_tbs']:.2f} TB/s, cuBLAS bf16 8192^3 {rooflines['cublas_tflops']:.0f} TFLOP/s")
     rows = []
+    result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name()}
+    print(f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}", flush=True)
     for name in ns.kernels.split(","):
         try:
             rows.append(run_one(name, BENCHES[name], timer, ns, rooflines))
         except Exception as error:
             traceback.print_exc()
             rows.append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
-    print(f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}")
-    for row in rows:
-        if "error" in row:
-            print(f"{row['kernel']:16} ERROR {row['error']}")
-            continue
-        for impl, value in row.items():
-            if isinstance(value, dict):
-                rate = value[row["unit"]]
-                print(f"{row['kernel']:16} {impl:14} {value['ms']:9.4f} {rate:8.3f} {row['unit']:>7} {value['of_roofline']:8.1%}")
-        print(f"{'':16} tuned in {row['tune_s']} s: {row['config']}")
-    result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name()}
-    if ns.json:
-        Path(ns.json).write_text(json.dumps(result, indent=2))
+        # each row as soon as it is measured (and the JSON so far): a run cut short keeps them
+        _print_row(rows[-1])
+        if ns.json:
+            Path(ns.json).write_text(json.dumps(result, indent=2))
     if ns.plot:
         _plot(rows, ns.plot)
     return 0 if all("error" not in r for r in rows) else 1
+
+
+def _print_row(row: dict) -> None:
+    if "error" in row:
+        print(f"{row['kernel']:16} ERROR {row['error']}", flush=True)
+        return
+    for impl, value in row.items():
+        if isinstance(value, dict):
+            rate = value[row["unit"]]
+            print(f"{row['kernel']:16} {impl:14} {value['ms']:9.4f} {rate:8.3f} {row['unit']:>7} {value['of_roofline']:8.1%}")
+    print(f"{'':16} tuned in {row['tune_s']} s: {row['config']}", flush=True)
 
 
 def _plot(rows: list[dict], path: str) -> None:
