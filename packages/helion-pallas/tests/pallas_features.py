@@ -197,6 +197,14 @@ def flat_sum(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def scalar_atomic_sum(x: torch.Tensor) -> torch.Tensor:
+    """One atomic per tile, at one index: the form Pallas' GPU lowering compiles."""
+    out = torch.zeros([1], dtype=x.dtype)
+    for tile in hl.tile(x.size(0)):
+        hl.atomic_add(out, [0], x[tile].sum(0))
+    return out
+
+
 def runtime_grid(x: torch.Tensor, n: int) -> torch.Tensor:
     """The top-level loop's bound is a runtime scalar: a Pallas grid must be static."""
     out = torch.zeros_like(x)

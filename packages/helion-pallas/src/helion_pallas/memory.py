@@ -418,4 +418,11 @@ def check_memory(node: Node, target: str) -> str | None:
             return "atomics on TPU"
         if target == "gpu" and node.attrs["kind"] not in _GPU_ATOMICS:
             return f"hl.atomic_{node.attrs['kind']} on GPU (Pallas' Triton atomic_cas takes scalars only)"
+        if target == "gpu" and node.output.shape:
+            # measured on an H200 with jax 0.11.2: a tensor of atomics compiles and runs but leaves
+            # the memory unchanged (a histogram reads back zeros); one-element atomics do land
+            return (
+                f"hl.atomic_{node.attrs['kind']} on a tile of indices on GPU (Pallas' Triton "
+                "lowering drops tensor atomics; atomics at one index work)"
+            )
     return None
