@@ -53,20 +53,6 @@ def test_atomic_cas_runs_in_interpret_mode_but_not_on_gpu() -> None:
     assert check_memory(node, "tpu") == "atomics on TPU"
 
 
-def test_tensor_atomics_are_refused_on_gpu_and_scalar_ones_are_not() -> None:
-    bins = torch.tensor([0, 3, 3, 1, 2], dtype=torch.int64)
-    x = torch.randn(5)
-    vector = pallas_kernel(f.atomic_max_bins).bind((x, bins))
-    (node,) = [n for n in vector.ir.walk() if n.op.memory == "atomic"]
-    assert "tile of indices on GPU" in check_memory(node, "gpu")
-    assert check_memory(node, "interpret") is None
-    x = torch.randn(61)
-    scalar = pallas_kernel(f.scalar_atomic_sum).bind((x,))
-    assert_same(scalar.compile_config(scalar.config_spec.default_config())(x), x.sum(0, keepdim=True), atol=1e-4)
-    (node,) = [n for n in scalar.ir.walk() if n.op.memory == "atomic"]
-    assert check_memory(node, "gpu") is None
-
-
 def test_unsupported_dtype_names_the_tensor() -> None:
     with pytest.raises(exc.BackendUnsupported, match="complex64"):
         pallas_kernel(f.masked_where).bind((torch.randn(4, 4, dtype=torch.complex64),))

@@ -124,3 +124,68 @@ def test_store_at_tile_id_and_full_slice(shape: tuple[int, int]) -> None:
 def test_store_at_inner_tile_and_full_slice(shape: tuple[int, int]) -> None:
     x = torch.randn(*shape)
     _run_configs(doubled_by_inner_tiles, (x,), x * 2)
+
+
+# -- atomics on a tile of indices on GPU (examples/histogram.py) -------------------------------
+# With jax 0.11.2 on an H200 a tensor of plgpu atomics ran without effect (the histogram read
+# back zeros) while one-element atomics landed: tiles of atomics are issued lane by lane.
+
+
+def _gpu_source(fn, args: tuple) -> str:
+    from helion_pallas.codegen import generate_source
+    from helion_pallas.tunables import PallasOptions
+
+    bound = pallas_kernel(fn).bind(args)
+    config = gpu_config_spec(bound).default_config()
+    source, _, _ = generate_source(bound.ir, PallasOptions.parse(config, "gpu"))
+    return source
+
+
+def test_gpu_tile_atomics_are_issued_lane_by_lane_and_scalar_ones_directly() -> None:
+    from pallas_features import scalar_atomic_sum
+    from pallas_kernels import CASES_BY_NAME
+
+    histogram = CASES_BY_NAME["histogram"]
+    assert "hp.gpu_atomic_by_lane(plgpu.atomic_add, counts_out" in _gpu_source(
+        histogram.fn, histogram.args()
+    )
+    scalar = _gpu_source(scalar_atomic_sum, (torch.randn(61),))
+    assert "plgpu.atomic_add(out_out, (" in scalar and "by_lane" not in scalar
+
+
+@pytest.mark.parametrize("shape", [(48,), (6, 8)])
+def test_lane_by_lane_atomics_count_like_bincount(shape: tuple[int, ...]) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy
+    from jax.experimental import pallas as pl
+
+    from helion_pallas import runtime as hp
+
+    def masked_add(ref, where, value, *, mask):
+        # interpret mode's plgpu rule takes no mask: the neutral operand stands in for it
+        ref[where] = ref[where] + jnp.where(mask, value, 0)
+        return ref[where]
+
+    rng = numpy.random.default_rng(0)
+    bins = rng.integers(0, 5, size=shape).astype(numpy.int32)
+    keep = rng.random(shape) < 0.8
+
+    def kernel(bins_ref, keep_ref, counts_ref, olds_ref):
+        counts_ref[...] = jnp.zeros((5,), jnp.int32)
+        value = jnp.ones(shape, jnp.int32)
+        olds_ref[...] = hp.gpu_atomic_by_lane(
+            masked_add, counts_ref, (bins_ref[...],), value, mask=keep_ref[...]
+        )
+
+    counts, olds = pl.pallas_call(
+        kernel,
+        out_shape=[jax.ShapeDtypeStruct((5,), jnp.int32), jax.ShapeDtypeStruct(shape, jnp.int32)],
+        interpret=True,
+    )(bins, keep)
+    expected = numpy.bincount(bins[keep], minlength=5)
+    assert numpy.array_equal(numpy.asarray(counts), expected)
+    # lanes go in row-major order: each kept lane reads back its bin's count just after its own add
+    flat_bins, flat_keep = bins.reshape(-1), keep.reshape(-1)
+    seen = [int(((flat_bins[:i] == b) & flat_keep[:i]).sum()) + 1 for i, b in enumerate(flat_bins)]
+    assert numpy.array_equal(numpy.asarray(olds).reshape(-1)[flat_keep], numpy.asarray(seen)[flat_keep])

@@ -407,6 +407,12 @@ def _atomic(ctx: KernelCodegen, node: Node) -> str:
     function = _GPU_ATOMICS.get(kind)
     if function is None:
         raise exc.BackendUnsupported(f"hl.atomic_{kind} on tensors", "pallas", loc=node.loc)
+    if shape:
+        # a tensor of Pallas GPU atomics has no effect (see hp.gpu_atomic_by_lane): one per lane
+        return (
+            f"hp.gpu_atomic_by_lane({function}, {plan.param}, {tuple_text(indices)}, {value}, "
+            f"mask={mask or 'None'})"
+        )
     mask_text = f", mask={mask}" if mask else ""
     return f"{function}({plan.param}, {tuple_text(indices)}, {value}{mask_text})"
 
@@ -418,11 +424,4 @@ def check_memory(node: Node, target: str) -> str | None:
             return "atomics on TPU"
         if target == "gpu" and node.attrs["kind"] not in _GPU_ATOMICS:
             return f"hl.atomic_{node.attrs['kind']} on GPU (Pallas' Triton atomic_cas takes scalars only)"
-        if target == "gpu" and node.output.shape:
-            # measured on an H200 with jax 0.11.2: a tensor of atomics compiles and runs but leaves
-            # the memory unchanged (a histogram reads back zeros); one-element atomics do land
-            return (
-                f"hl.atomic_{node.attrs['kind']} on a tile of indices on GPU (Pallas' Triton "
-                "lowering drops tensor atomics; atomics at one index work)"
-            )
     return None

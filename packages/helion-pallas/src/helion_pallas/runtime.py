@@ -84,3 +84,40 @@ def interpret_atomic(
     updated, olds = jax.lax.fori_loop(0, flat_value.shape[0], step, (current, olds))
     ref[...] = updated
     return jnp.reshape(olds, value.shape)
+
+
+def gpu_atomic_by_lane(
+    atomic: Any,
+    ref: Any,
+    indices: Sequence[jax.Array],
+    value: jax.Array,
+    *,
+    mask: jax.Array | None,
+) -> jax.Array:
+    """A tile of atomics on GPU as one scalar `plgpu.atomic_*` per lane; returns the old values.
+
+    Pallas' Triton lowering of an atomic on a tensor of pointers compiles and runs but leaves
+    memory unchanged (measured with jax 0.11.2 on an H200: a histogram read back zeros), while
+    a one-element atomic lands. Each lane's index and operand are picked out of the tile with a
+    masked reduction, so a tile of n lanes costs n scalar atomics and n reductions: correct, but
+    meant for small tiles (the autotuner sees the cost).
+    """
+    shape = value.shape
+    lanes = jnp.zeros(shape, dtype=jnp.int32)
+    stride = 1
+    for axis in reversed(range(len(shape))):
+        lanes = lanes + jax.lax.broadcasted_iota(jnp.int32, shape, axis) * stride
+        stride *= shape[axis]
+    active = jnp.ones(shape, dtype=jnp.bool_) if mask is None else mask
+
+    def pick(lane_is: jax.Array, array: jax.Array) -> jax.Array:
+        return jnp.sum(jnp.where(lane_is, array, jnp.zeros_like(array)), dtype=array.dtype)
+
+    def step(lane: jax.Array, olds: jax.Array) -> jax.Array:
+        lane_is = lanes == lane
+        where = tuple(pick(lane_is, index) for index in indices)
+        on = jnp.max(jnp.where(lane_is & active, 1, 0)) > 0
+        old = atomic(ref, where, pick(lane_is, value), mask=on)
+        return jnp.where(lane_is, old, olds)
+
+    return jax.lax.fori_loop(0, stride, step, jnp.zeros(shape, dtype=value.dtype))

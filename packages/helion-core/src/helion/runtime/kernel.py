@@ -96,6 +96,9 @@ class Kernel:
 
     def specialization_key(self, args: Sequence[Any]) -> Hashable:
         static = self.settings.static_shapes
+        if self.key_fn is None and not self._constexpr_params:
+            # the common case, on every call: one comprehension, no per-parameter lookups
+            return tuple([_arg_key(arg, static) for arg in args])
         parts: list[Hashable] = []
         for name, arg in zip(self.signature.parameters, args):
             if name in self._constexpr_params:
