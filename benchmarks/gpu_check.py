@@ -78,6 +78,9 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
             "kernel": case.name, "passed": passed, "failed": failed, "best_ms": best[0],
             "torch_ms": torch_ms, "best_config": repr(best[1]),
         })
+        # a line per case as it finishes: a run cut short by a timeout still says how far it got
+        print(f"[{name}] {case.name}: {passed} passed, {len(failed)} failed, best {best[0]:.4f} ms, "
+              f"torch {torch_ms:.4f} ms", flush=True)
     return rows
 
 
