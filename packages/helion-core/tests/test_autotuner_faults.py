@@ -482,3 +482,22 @@ def test_clone_args_keeps_strides_and_protects_inputs() -> None:
     cloned[0].add_(1)
     assert torch.equal(base, torch.arange(12.0).reshape(3, 4).t())
     assert cloned[3] == 3 and cloned[1][0].data_ptr() != base.data_ptr()
+
+
+def test_first_run_timeout_follows_the_budget_and_then_the_samples() -> None:
+    import time
+
+    from helion.autotuner.benchmarking import BenchmarkHarness
+
+    harness = BenchmarkHarness.__new__(BenchmarkHarness)  # only the timeout policy is exercised
+    harness.adaptive_timeout, harness.run_timeout = True, 30.0
+    harness.deadline, harness._first_run_seconds = None, []
+    assert harness._first_run_timeout() == 30.0  # no budget, no samples: the configured limit
+    harness.deadline = time.perf_counter() + 30.0  # a quick search's share of 35 s
+    assert harness._first_run_timeout() == 10.0  # a hung first run may not take it all
+    harness.deadline = time.perf_counter() + 600.0
+    assert harness._first_run_timeout() == 30.0
+    harness._first_run_seconds = [0.5] * 9 + [4.0]  # ten samples: 3 x their 0.9 quantile
+    assert harness._first_run_timeout() == 12.0
+    harness.adaptive_timeout = False
+    assert harness._first_run_timeout() == 30.0

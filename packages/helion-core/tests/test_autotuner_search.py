@@ -25,6 +25,7 @@ from helion.autotuner.effort import get_effort_profile
 from helion.autotuner.effort import normalize_effort
 from helion.autotuner.search import BaseSearch
 from helion.autotuner.search import CallableEvaluator
+from helion.autotuner.search.base import config_key
 from helion.autotuner.search import DifferentialEvolutionSearch
 from helion.autotuner.search import FiniteSearch
 from helion.autotuner.search import PatternSearch
@@ -303,6 +304,29 @@ def test_seed_configs_are_measured_first_and_overrides_apply() -> None:
         Config(block_sizes=[128, 64, 32], num_warps=4, num_stages=3)
     )
     assert all(t.config["num_stages"] == 3 for t in search.history)
+
+
+def test_seeds_are_a_batch_of_their_own() -> None:
+    # a random config that hangs its first run must not hold the heuristic configs' batch back
+    class BatchRecorder(CallableEvaluator):
+        def __init__(self, cost):
+            super().__init__(cost)
+            self.batches: list[list] = []
+
+        def evaluate(self, configs):
+            self.batches.append(list(configs))
+            return super().evaluate(configs)
+
+    spec = matmul_like_spec()
+    seeds = [Config(block_sizes=[128, 64, 32], num_warps=4), Config(block_sizes=[64, 64, 32], num_warps=8)]
+    evaluator = BatchRecorder(matmul_like_cost)
+    search = SurrogateSearch(
+        spec, evaluator, profile=QUICK, seed=0, seed_configs=seeds, budget_seconds=None
+    )
+    search.run()
+    assert evaluator.batches[0] == [spec.normalize(s) for s in seeds]
+    assert len(evaluator.batches[1]) > 0
+    assert not {config_key(c) for c in evaluator.batches[1]} & {config_key(c) for c in evaluator.batches[0]}
 
 
 def test_config_filter_drops_candidates() -> None:

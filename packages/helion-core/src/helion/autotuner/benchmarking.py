@@ -1216,11 +1216,19 @@ class BenchmarkHarness:
         """The limit on a screened candidate's first run. A hung or pathologically slow config
         must not cost a quick search the configured 30 s: once enough candidates have run, the
         limit follows what their first runs (lazy compile included) actually took."""
-        samples = sorted(self._first_run_seconds)
-        if not self.adaptive_timeout or len(samples) < ADAPTIVE_TIMEOUT_SAMPLES:
+        if not self.adaptive_timeout:
             return self.run_timeout
-        q90 = samples[min(len(samples) - 1, int(0.9 * len(samples)))]
-        return min(self.run_timeout, max(ADAPTIVE_RUN_FLOOR, 3.0 * q90))
+        limit = self.run_timeout
+        if self.deadline is not None:
+            # before enough samples exist, a third of the time left: on the H200 one hung
+            # candidate took a quick search's whole 35 s budget with the configured 30 s
+            remaining = self.deadline - time.perf_counter()
+            limit = min(limit, max(ADAPTIVE_RUN_FLOOR, remaining / 3.0))
+        samples = sorted(self._first_run_seconds)
+        if len(samples) >= ADAPTIVE_TIMEOUT_SAMPLES:
+            q90 = samples[min(len(samples) - 1, int(0.9 * len(samples)))]
+            limit = min(limit, max(ADAPTIVE_RUN_FLOOR, 3.0 * q90))
+        return limit
 
     def _screen(self, configs: list[Any]) -> list[CandidateResult | None]:
         self._adapt_compile_timeout()

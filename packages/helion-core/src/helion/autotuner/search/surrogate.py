@@ -269,7 +269,13 @@ class SurrogateSearch(BaseSearch):
 
     # ------------------------------------------------------------------ search
     def _search(self) -> None:
-        self.evaluate(self.initial_population(self.initial))
+        population = self.initial_population(self.initial)
+        seeds = len({config_key(c) for c in self.seed_configs})
+        # the seeds form a batch of their own: a random config that hangs its first run must
+        # not take the heuristic configs down with the rest of the batch
+        self.evaluate(population[:seeds])
+        if population[seeds:] and self.budget_left():
+            self.evaluate(population[seeds:])
         stalled = 0
         for generation in range(1, self.generations(self.profile.surrogate_max_generations) + 1):
             self.generation = generation
