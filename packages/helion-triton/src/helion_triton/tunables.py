@@ -378,7 +378,10 @@ def _reduction_seeds(ir: KernelIR, spec: Any, analysis: KernelAnalysis) -> list[
             looped = info.block_id not in analysis.rdim_infeasible and info.size_hint >= 8192
             loops.append(2048 if looped else None)
         sizes = [1 if role == "outer" else 32 for _index, role in _block_roles(ir)]
-        seeds.append({"block_sizes": sizes, "num_warps": warps, "reduction_loops": loops})
+        # warps for the 2048-wide chunk, not the row: on an H200 cross entropy over 128256
+        # logits ran 1.9x faster with 4 warps than with 16
+        for loop_warps in (4, 8):
+            seeds.append({"block_sizes": sizes, "num_warps": loop_warps, "reduction_loops": loops})
     return seeds
 
 
