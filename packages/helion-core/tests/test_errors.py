@@ -485,3 +485,19 @@ def test_unknown_setting():
 def test_bad_autotune_effort():
     with pytest.raises(Exception, match="quick"):
         helion.Settings(autotune_effort="fastest")
+
+
+def test_kernel_without_readable_source_says_to_define_it_in_a_file() -> None:
+    namespace: dict = {"helion": helion, "hl": hl, "torch": torch}
+    exec(
+        "@helion.kernel(backend='ref')\n"
+        "def piped(x):\n"
+        "    out = torch.empty_like(x)\n"
+        "    for tile in hl.tile(x.size(0)):\n"
+        "        out[tile] = x[tile]\n"
+        "    return out\n",
+        namespace,
+    )
+    with pytest.raises(exc.KernelSourceUnavailable, match="piped") as info:
+        namespace["piped"](torch.randn(5))
+    assert "define it in a file" in str(info.value)

@@ -435,6 +435,14 @@ class ClosuresNotSupported(BaseError):
     hint = "Define the kernel at module level and pass captured values as arguments."
 
 
+class KernelSourceUnavailable(BaseError):
+    message = "Cannot read the source of kernel {0!r}: {1}"
+    hint = (
+        "Helion compiles a kernel from its Python source: define it in a file (a module or a "
+        "script), not at an interactive prompt, in exec() or in code piped to stdin."
+    )
+
+
 class ClosureMutation(BaseError):
     message = "Closure mutation (of {0}) is not allowed in a function."
 

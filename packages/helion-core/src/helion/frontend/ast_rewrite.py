@@ -64,7 +64,7 @@ def read_source(fn: Callable) -> KernelSource:
         lines, first_lineno = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or "<unknown>"
     except (OSError, TypeError) as error:
-        raise exc.InternalError(f"cannot read the source of kernel {fn.__name__!r}: {error}") from error
+        raise exc.KernelSourceUnavailable(fn.__name__, error) from error
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
