@@ -56,6 +56,66 @@ def _rms_ref(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tenso
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
 
 
+# kernels of one row-shaped input whose row count the dynamic-shape sweep varies
+SWEEP_ROWS = (1000, 2048, 3000, 4096, 5000, 6144, 7000, 8192)
+SWEEPABLE = ("add", "softmax", "rms_norm", "layer_norm", "swiglu", "geglu")
+
+
+def _pair(device: torch.device, rows: int, cols: int) -> tuple:
+    return tuple(torch.randn(rows, cols, device=device, dtype=torch.bfloat16) for _ in range(2))
+
+
+def _attention_args(device: torch.device) -> tuple:
+    # B x H x S x D = 4 x 32 x 4096 x 128: 4-D, so SDPA can take its flash kernel
+    return tuple(torch.randn(4, 32, 4096, 128, device=device, dtype=torch.bfloat16) for _ in range(3))
+
+
+def _attention_flops(args: tuple, causal: bool) -> float:
+    q = args[0]
+    flops = 4.0 * q.size(0) * q.size(1) * q.size(2) ** 2 * q.size(3)
+    return flops / 2 if causal else flops
+
+
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _fp8_args(device: torch.device, n: int = 4096) -> tuple:
+    finfo = torch.finfo(torch.float8_e4m3fn)
+    a = (torch.randn(n, n, device=device) * 0.5).clamp(finfo.min, finfo.max).to(torch.float8_e4m3fn)
+    # b column-major: the layout torch._scaled_mm requires; the helion kernel reads it by strides
+    b = (torch.randn(n, n, device=device) * 0.5).clamp(finfo.min, finfo.max).to(torch.float8_e4m3fn).t()
+    scale_a = torch.tensor(0.02, device=device)
+    scale_b = torch.tensor(0.03, device=device)
+    return a, b, scale_a, scale_b
+
+
+def _fp8_reference(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
+    return (torch.matmul(a.to(torch.bfloat16), b.to(torch.bfloat16)).float() * (scale_a * scale_b)).to(torch.bfloat16)
+
+
+def _rope_args(device: torch.device) -> tuple:
+    batch, seq, heads, kv_heads, head_dim = 4, 4096, 32, 8, 128
+    q = torch.randn(batch, seq, heads, head_dim, device=device, dtype=torch.bfloat16)
+    k = torch.randn(batch, seq, kv_heads, head_dim, device=device, dtype=torch.bfloat16)
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim)
+    angles = torch.outer(torch.arange(seq, device=device).float(), inv_freq)
+    angles = torch.cat((angles, angles), dim=-1)
+    return q, k, angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
+
+
+def _rope_reference(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:
+    def rotate(x: torch.Tensor) -> torch.Tensor:
+        lo, hi = x.float().chunk(2, dim=-1)
+        rotated = torch.cat((-hi, lo), dim=-1)
+        return (x.float() * cos.float()[None, :, None, :] + rotated * sin.float()[None, :, None, :]).to(x.dtype)
+
+    return rotate(q), rotate(k)
+
+
 BENCHES: dict[str, Bench] = {
     "add": Bench(
         "add", "add",
@@ -97,13 +157,42 @@ BENCHES: dict[str, Bench] = {
     ),
     "attention": Bench(
         "attention", "attention",
-        lambda d: tuple(torch.randn(4 * 32, 4096, 128, device=d, dtype=torch.bfloat16) for _ in range(3)),
-        lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v),
-        "compute", lambda a: 4 * a[0].size(0) * a[0].size(1) ** 2 * a[0].size(2),
-        vendor=("SDPA", lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v)),
+        lambda d: _attention_args(d), lambda q, k, v: _sdpa(q, k, v, False), "compute",
+        lambda a: _attention_flops(a, causal=False), vendor=("SDPA flash", lambda q, k, v: _sdpa(q, k, v, False)),
+    ),
+    "attention_causal": Bench(
+        "attention", "attention_causal",
+        lambda d: _attention_args(d), lambda q, k, v: _sdpa(q, k, v, True), "compute",
+        lambda a: _attention_flops(a, causal=True), vendor=("SDPA flash", lambda q, k, v: _sdpa(q, k, v, True)),
+    ),
+    "fp8_matmul": Bench(
+        "fp8_gemm", "fp8_gemm",
+        lambda d: _fp8_args(d), _fp8_reference, "compute",
+        lambda a: 2 * a[0].size(0) * a[0].size(1) * a[1].size(1),
+        vendor=("torch._scaled_mm", lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)),
+        atol=5e-1, rtol=5e-2,
+    ),
+    "embedding": Bench(
+        "embedding", "embedding",
+        lambda d: (torch.randint(0, 128256, (8192,), device=d), torch.randn(128256, 4096, device=d, dtype=torch.bfloat16)),
+        torch.nn.functional.embedding, "memory", lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
+    ),
+    "swiglu": Bench(
+        "swiglu", "swiglu",
+        lambda d: _pair(d, 8192, 14336),
+        lambda a, b: (torch.nn.functional.silu(a.float()) * b.float()).to(a.dtype), "memory", lambda a: 3 * _bytes(a[0]),
+    ),
+    "geglu": Bench(
+        "geglu", "geglu",
+        lambda d: _pair(d, 8192, 14336),
+        lambda a, b: (torch.nn.functional.gelu(a.float(), approximate="tanh") * b.float()).to(a.dtype),
+        "memory", lambda a: 3 * _bytes(a[0]),
+    ),
+    "rope": Bench(
+        "rope", "rope",
+        lambda d: _rope_args(d), _rope_reference, "memory", lambda a: 2 * _bytes(a[0], a[1]) + _bytes(a[2], a[3]),
     ),
 }
-
 
 def _tune(kernel: Any, args: tuple, backend: str | None, effort: str) -> tuple[Callable[..., Any], Any, float]:
     if backend:
@@ -117,6 +206,73 @@ def _tune(kernel: Any, args: tuple, backend: str | None, effort: str) -> tuple[C
     return bound.compile_config(config), config, tune_s
 
 
+def _check(actual: Any, expected: Any, bench: Bench) -> None:
+    if isinstance(expected, tuple):
+        for got, want in zip(actual, expected, strict=True):
+            torch.testing.assert_close(got.float(), want.float(), atol=bench.atol, rtol=bench.rtol)
+        return
+    torch.testing.assert_close(actual.float(), expected.float(), atol=bench.atol, rtol=bench.rtol)
+
+
+def run_sweep(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, rooflines: dict[str, float]) -> dict:
+    """Tune once with static_shapes=False at the largest row count, then time that one config
+    at every row count of SWEEP_ROWS (no re-tuning), against the same config compiled with
+    static shapes for each size."""
+    kernel = getattr(importlib.import_module(bench.module), bench.kernel)
+    device = timer.device
+    cols = bench.make_args(device)[0].size(-1)
+
+    def args_for(rows: int) -> tuple:
+        full = bench.make_args(device)
+        return tuple(t[:rows].contiguous() if t.dim() == 2 else t for t in full)
+
+    kernel.settings.static_shapes = False
+    dynamic_run, config, tune_s = _tune(kernel, args_for(SWEEP_ROWS[-1]), args_ns.backend, args_ns.effort)
+    row: dict[str, Any] = {"kernel": name, "sweep": [], "config": repr(config), "tune_s": round(tune_s, 1), "cols": cols}
+    bound_dynamic = kernel.bind(args_for(SWEEP_ROWS[-1]))
+    for rows in SWEEP_ROWS:
+        args = args_for(rows)
+        kernel.settings.static_shapes = False
+        dynamic_bound = kernel.bind(args)
+        dynamic_run = dynamic_bound.compile_config(config)
+        _check(dynamic_run(*args), bench.reference(*args), bench)
+        # the key includes static_shapes, so this binds apart from the dynamic kernel
+        kernel.settings.static_shapes = True
+        static_run = kernel.bind(args).compile_config(config)
+        kernel.settings.static_shapes = False
+        work = bench.work(args)
+        dynamic_ms = timer.median_ms(lambda: dynamic_run(*args))
+        static_ms = timer.median_ms(lambda: static_run(*args))
+        torch_ms = timer.median_ms(lambda: bench.reference(*args))
+        row["sweep"].append({
+            "rows": rows,
+            "same_bound_kernel": dynamic_bound is bound_dynamic,
+            "dynamic_ms": round(dynamic_ms, 4),
+            "static_ms": round(static_ms, 4),
+            "torch_ms": round(torch_ms, 4),
+            "dynamic_TB/s": round(work / (dynamic_ms * 1e-3) / 1e12, 3),
+            "dynamic_of_copy": round(work / (dynamic_ms * 1e-3) / 1e12 / rooflines["copy_tbs"], 3),
+            "dynamic_vs_static": round(dynamic_ms / static_ms, 3),
+        })
+    kernel.settings.static_shapes = True
+    kernel.reset()
+    return row
+
+
+def _print_sweep(row: dict) -> None:
+    if "error" in row:
+        print(f"{row['kernel']:16} ERROR {row['error']}", flush=True)
+        return
+    print(f"{row['kernel']} (static_shapes=False, one config tuned in {row['tune_s']} s: {row['config']})")
+    print(f"  {'rows':>6} {'dynamic ms':>11} {'static ms':>10} {'torch ms':>9} {'TB/s':>7} {'of copy':>8} {'dyn/static':>10}")
+    for point in row["sweep"]:
+        print(
+            f"  {point['rows']:>6} {point['dynamic_ms']:11.4f} {point['static_ms']:10.4f} {point['torch_ms']:9.4f}"
+            f" {point['dynamic_TB/s']:7.3f} {point['dynamic_of_copy']:8.1%} {point['dynamic_vs_static']:10.3f}",
+            flush=True,
+        )
+
+
 def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, rooflines: dict[str, float]) -> dict:
     device = timer.device
     module = importlib.import_module(bench.module)
@@ -126,7 +282,7 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
     expected = bench.reference(*args)
     run, config, tune_s = _tune(kernel, args, args_ns.backend, args_ns.effort)
     actual = run(*args)
-    torch.testing.assert_close(actual.float(), expected.float(), atol=bench.atol, rtol=bench.rtol)
+    _check(actual, expected, bench)
     row["config"] = repr(config)
     row["tune_s"] = round(tune_s, 1)
     timings = {"helion": timer.median_ms(lambda: run(*args)), "torch": timer.median_ms(lambda: bench.reference(*args))}
@@ -152,12 +308,16 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kernels", default=",".join(BENCHES))
+    parser.add_argument("--kernels", default=",".join(BENCHES), help="comma-separated; '' for none")
     parser.add_argument("--backend", default=None, help="helion backend (default: the installed default)")
     parser.add_argument("--effort", default="quick", choices=["none", "quick", "full"])
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None)
     parser.add_argument("--skip-compile", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument(
+        "--sweep", default=None,
+        help=f"comma-separated kernels of {SWEEPABLE} to time over {len(SWEEP_ROWS)} row counts with static_shapes=False",
+    )
     ns = parser.parse_args()
     if not torch.cuda.is_available():
         print("benchmarks/run.py needs a CUDA device", file=sys.stderr)
@@ -168,7 +328,7 @@ def main() -> int:
     rows = []
     result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name()}
     print(f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}", flush=True)
-    for name in ns.kernels.split(","):
+    for name in filter(None, ns.kernels.split(",")):
         try:
             rows.append(run_one(name, BENCHES[name], timer, ns, rooflines))
         except Exception as error:
@@ -178,8 +338,23 @@ def main() -> int:
         _print_row(rows[-1])
         if ns.json:
             Path(ns.json).write_text(json.dumps(result, indent=2))
+    if ns.sweep:
+        result["sweeps"] = sweeps = []
+        for name in ns.sweep.split(","):
+            if name not in SWEEPABLE:
+                print(f"{name}: not sweepable (one of {SWEEPABLE})", file=sys.stderr)
+                continue
+            try:
+                sweeps.append(run_sweep(name, BENCHES[name], timer, ns, rooflines))
+            except Exception as error:
+                traceback.print_exc()
+                sweeps.append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
+            _print_sweep(sweeps[-1])
+            if ns.json:
+                Path(ns.json).write_text(json.dumps(result, indent=2))
+        rows = rows + sweeps
     if ns.plot:
-        _plot(rows, ns.plot)
+        _plot([r for r in rows if "sweep" not in r], ns.plot)
     return 0 if all("error" not in r for r in rows) else 1
 
 
