@@ -501,3 +501,49 @@ def test_first_run_timeout_follows_the_budget_and_then_the_samples() -> None:
     assert harness._first_run_timeout() == 12.0
     harness.adaptive_timeout = False
     assert harness._first_run_timeout() == 30.0
+
+
+class PickyBackend(FakeBackend):
+    """Knows, without compiling, that blocks over 64 cannot work (like a tile size limit)."""
+
+    def __init__(self, clock: SimulatedClock) -> None:
+        super().__init__(clock)
+        self.asked = 0
+        self.rejected = 0
+
+    def config_problem(self, ir: Any, config: Config, device: Any) -> str | None:
+        self.asked += 1
+        if config["block_sizes"][0] > 64:
+            self.rejected += 1
+            return "a block over 64 is over the fake limit"
+        return None
+
+
+class CountingBound(FakeBound):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.backend = PickyBackend(self.clock)
+        self.compiled_blocks: list[int] = []
+
+    def compile_config(self, config: Config) -> Callable[..., Any]:
+        self.compiled_blocks.append(config["block_sizes"][0])
+        return super().compile_config(config)
+
+
+@pytest.mark.parametrize("search", ["random", "surrogate"])
+def test_configs_the_backend_rejects_are_never_compiled(search: str) -> None:
+    seen_by_user: list[int] = []
+
+    def user_filter(candidate: Config) -> Config:
+        seen_by_user.append(candidate["block_sizes"][0])
+        return candidate
+
+    settings = make_settings(autotune_config_filter=user_filter)
+    bound = CountingBound(settings=settings)
+    best = autotune(bound, make_args(), search=search, force=True, max_evaluations=16)
+    # blocks 128 and 256 are 2 of the 9 block values: a search of 16 meets some of them
+    assert bound.backend.rejected > 0
+    assert bound.compiled_blocks and max(bound.compiled_blocks) <= 64
+    # the user's filter only sees what the backend let through
+    assert seen_by_user and max(seen_by_user) <= 64
+    assert best["block_sizes"][0] <= 64 and math.isfinite(cost_of(best))

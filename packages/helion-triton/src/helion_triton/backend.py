@@ -130,6 +130,11 @@ class TritonBackend(Backend):
             self._compiled.setdefault(ir, {})[config] = compiled
         return compiled
 
+    def config_problem(self, ir: KernelIR, config: Config, device: torch.device) -> str | None:
+        from helion_triton.tunables import tile_problem
+
+        return tile_problem(ir, config)
+
     def benchmark(
         self,
         fn: Callable[[], object],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from typing import Any
 from typing import Sequence
 
@@ -398,3 +399,109 @@ def _pointwise_seeds(ir: KernelIR, spec: Any) -> list[dict[str, Any]]:
             budget = max(1, budget // size)
         seeds.append({"block_sizes": sizes, "num_warps": warps})
     return seeds
+
+
+# ---------------------------------------------------------------------------------------------
+# configs Triton is known to reject
+
+
+
+def max_tensor_numel() -> int:
+    """The most elements Triton allows in one tensor (2**20 in every release so far)."""
+    try:
+        from triton.language.core import TRITON_MAX_TENSOR_NUMEL
+    except ImportError:
+        return 1 << 20
+    return int(TRITON_MAX_TENSOR_NUMEL)
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+# per IR, computed once: the search asks about many candidate configs of one kernel
+_TILE_SHAPES: weakref.WeakKeyDictionary[KernelIR, list[tuple[list[Any], str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str]]:
+    """Each in-register value's shape as entries the config resolves: an int (a fixed extent),
+    a block id, or a sympy expression of block symbols; with where it was computed."""
+    cached = _TILE_SHAPES.get(ir)
+    if cached is not None:
+        return cached
+    import sympy
+
+    from helion.ir.core import TensorType
+
+    block_of = {info.symbol: info.block_id for info in ir.block_sizes}
+    shapes: list[tuple[list[Any], str]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for node in ir.walk():
+        for value in node.outputs:
+            if not isinstance(value.type, TensorType) or not value.type.shape:
+                continue
+            entries: list[Any] = []
+            for dim in value.type.shape:
+                if isinstance(dim, int) or (isinstance(dim, sympy.Expr) and dim.is_Integer):
+                    entries.append(_next_power_of_2(int(dim)))
+                elif isinstance(dim, sympy.Symbol) and dim in block_of:
+                    entries.append(("block", block_of[dim]))
+                elif isinstance(dim, sympy.Expr) and dim.free_symbols <= set(block_of):
+                    entries.append(dim)
+                else:
+                    entries = []  # a dimension the config does not fix: not judged here
+                    break
+            key = tuple(entries)
+            if entries and any(not isinstance(e, int) for e in entries) and key not in seen:
+                seen.add(key)
+                where = f"{node.loc}" if node.loc is not None else node.op.name
+                shapes.append((entries, where))
+    _TILE_SHAPES[ir] = shapes
+    return shapes
+
+
+def _block_extents(ir: KernelIR, config: Config) -> dict[int, int]:
+    """The Triton extent of each block dimension under ``config`` (as the code generator
+    resolves it: tile sizes, padded fixed sizes, a reduction's chunk or padded width)."""
+    block_sizes = list(config.get("block_sizes", ()) or ())
+    reduction_loops = list(config.get("reduction_loops", ()) or ())
+    extents: dict[int, int] = {}
+    for info in ir.block_sizes:
+        if info.kind == "tile":
+            index = info.config_index
+            size = block_sizes[index] if index is not None and index < len(block_sizes) else 1
+            extents[info.block_id] = int(size)
+        elif info.kind in ("fixed", "grid"):
+            extents[info.block_id] = _next_power_of_2(int(info.fixed_value or 1))
+        else:
+            index = info.config_index
+            chunk = reduction_loops[index] if index is not None and index < len(reduction_loops) else None
+            if chunk is not None and int(chunk) < info.size_hint:
+                extents[info.block_id] = int(chunk)
+            else:
+                extents[info.block_id] = _next_power_of_2(info.size_hint)
+    return extents
+
+
+def tile_problem(ir: KernelIR, config: Config) -> str | None:
+    """Why Triton would reject ``config`` for this kernel (a tile over its element limit)."""
+    limit = max_tensor_numel()
+    extents = _block_extents(ir, config)
+    symbols = {info.symbol: extents[info.block_id] for info in ir.block_sizes}
+    for entries, where in _tile_shapes(ir):
+        numel = 1
+        for entry in entries:
+            if isinstance(entry, int):
+                numel *= entry
+            elif isinstance(entry, tuple):
+                numel *= extents[entry[1]]
+            else:
+                numel *= _next_power_of_2(int(entry.subs(symbols)))
+        if numel > limit:
+            return (
+                f"a tile of {numel} elements ({where}) is over Triton's limit of "
+                f"{limit} elements per tensor"
+            )
+    return None

@@ -17,6 +17,7 @@ import collections
 import contextlib
 import time
 from typing import Any
+from typing import Callable
 from typing import Iterable
 from typing import Sequence
 
@@ -169,7 +170,7 @@ def _tune(
                 seed_configs=seeds,
                 max_generations=getattr(settings, "autotune_max_generations", None),
                 config_overrides=getattr(settings, "autotune_config_overrides", None) or None,
-                config_filter=getattr(settings, "autotune_config_filter", None),
+                config_filter=_candidate_filter(bound, settings, log),
                 **options,
             )
             try:
@@ -193,6 +194,26 @@ def _tune(
         else:
             log.warning("%s: autotune_plot needs matplotlib; no plot written", name)
     return best.best_config, best
+
+
+def _candidate_filter(bound: Any, settings: Any, log: AutotuneLog) -> Callable[[Any], Any] | None:
+    """The user's ``autotune_config_filter`` after the backend's ``config_problem``: a config
+    the backend knows it cannot compile is dropped before it costs a compile."""
+    user = getattr(settings, "autotune_config_filter", None)
+    backend = getattr(bound, "backend", None)
+    problem_of = getattr(backend, "config_problem", None)
+    if problem_of is None:
+        return user
+    ir, device = getattr(bound, "ir", None), bound.device
+
+    def keep(config: Any) -> Any:
+        problem = problem_of(ir, config, device)
+        if problem is not None:
+            log.debug("skipping %s: %s", config, problem)
+            return None
+        return config if user is None else user(config)
+
+    return keep
 
 
 def _run_finite(

@@ -131,6 +131,20 @@ class Backend(abc.ABC):
         """
         return []
 
+    def config_problem(self, ir: KernelIR, config: Config, device: torch.device) -> str | None:
+        """Say why ``config`` cannot compile or run on ``device``, or return ``None``.
+
+        The autotuner drops candidates with a problem before compiling them, so a search does
+        not spend its budget on configs the backend's compiler is known to reject (a tile over
+        its tensor size limit, say). The default finds no problem.
+
+        Args:
+            ir: The kernel IR after core passes.
+            config: A normalized config of the kernel's spec.
+            device: The device the kernel will run on.
+        """
+        return None
+
     @abc.abstractmethod
     def compile(self, ir: KernelIR, config: Config) -> CompiledKernel:
         """Generate and compile code for ``ir`` under ``config``.
