@@ -294,8 +294,7 @@ class DirectLaunch:
         except (KeyError, AttributeError):
             self.enabled = False  # a parameter left to its default, or another CompiledKernel
             return kernel
-        if self.enabled:
-            self._entries[key] = entry
+        self._entries[key] = entry
         return kernel
 
 

@@ -170,7 +170,6 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
                 "pid_type", allowed, reason="the launch grid is too tall for pid_type='xyz'"
             )
 
-    _default_batch_tiles_to_one(ir, spec)
     if "reduction_loops" in spec:
         for info in ir.reduction_blocks():
             if info.block_id in analysis.rdim_infeasible and info.config_index is not None:
@@ -187,19 +186,6 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
             if not _static_range_possible(ir, spec, loop):
                 fragment = spec["static_ranges"].fragments[index]
                 spec.set_item("static_ranges", index, fragment.restrict([False]))
-
-
-def _default_batch_tiles_to_one(ir: KernelIR, spec: Any) -> None:
-    """A batched dot keeps every batch row's operands in shared memory: the default batch tile is
-    1 (attention on 8 x 64 x 32 fp32 tiles needs 256 KiB, more than an H200 has)."""
-    batch = [index for index, role in _block_roles(ir) if role == "batch"]
-    if not batch or not any(node.op is ops.dot for node in ir.walk()):
-        return
-    defaults = list(spec.default_config().get("block_sizes", []))
-    for index in batch:
-        if index < len(defaults):
-            defaults[index] = 1
-    spec.default_overrides["block_sizes"] = defaults
 
 
 def _indexing_reason(target: TritonTarget) -> str:

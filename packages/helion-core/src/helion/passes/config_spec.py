@@ -47,7 +47,11 @@ def default_block_sizes(ir: KernelIR, min_dot: int) -> dict[int, int]:
             continue
         if uses_dot:
             for b in tunable:
-                defaults[b] = min(next_power_of_2(ir.block(b).size_hint), 64)
+                info = ir.block(b)
+                # a batch dim of a batched dot: one slice per program by default. Every slice
+                # keeps its own operands in shared memory (8 slices of an 8 x 64 x 32 fp32
+                # attention needed 256 KiB, more than an H200 has)
+                defaults[b] = min(next_power_of_2(info.size_hint), 64) if info.used_in_dot else 1
             continue
         budget = max(1, DEFAULT_TILE_ELEMENTS // widest_reduction)
         for b in reversed(tunable):  # innermost (fastest varying) dimension first
