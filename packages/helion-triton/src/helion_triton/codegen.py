@@ -260,6 +260,8 @@ class KernelCodegen:
         self.node: Node | None = None
         # values whose padded lanes hold 0 (masked loads read 0 there)
         self.zero_lanes: set[int] = set()
+        # values loaded through a tensor descriptor (TMA on the GPU)
+        self.descriptor_loads: set[int] = set()
         self.index_dtype = ir.index_dtype
         self._dim_cache: dict[Any, str] = {}
         self._resolve_blocks()

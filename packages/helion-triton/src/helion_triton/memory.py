@@ -288,6 +288,7 @@ def _load(ctx: Any, node: Node) -> str:
     eviction = _eviction(ctx, node)
     if style == "tensor_descriptor":
         descriptor = _descriptor(ctx, node, dims)
+        ctx.descriptor_loads.add(node.output.id)
         return f"{descriptor}.load([{', '.join(d.offset for d in dims)}])"
     if style == "block_ptr":
         pointer, checks = _block_pointer(ctx, node, dims)

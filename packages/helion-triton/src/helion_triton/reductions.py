@@ -8,11 +8,13 @@ from typing import Any
 import torch
 
 from helion.ir.core import Node
+from helion.ir.core import Value
 from helion.language import _ops as ops
 from helion_triton import combine
 from helion_triton.codegen import literal
 from helion_triton.lowerings import Rule
 from helion_triton.lowerings import compute_float
+from helion_triton.target import reshaped_dot_accumulator_ok
 from helion_triton.lowerings import triton_lowering
 
 # -- reductions ----------------------------------------------------------------------------------------
@@ -281,6 +283,20 @@ def _broadcast_batch(ctx: Any, node: Node, a_expr: str, b_expr: str) -> tuple[st
     return a_expr, b_expr
 
 
+def _loaded_by_descriptor(ctx: Any, value: Any, depth: int = 4) -> bool:
+    """Whether ``value`` is a tensor-descriptor load, possibly through a few one-input ops
+    (casts, permutes, reshapes)."""
+    while depth > 0 and isinstance(value, Value):
+        if value.id in ctx.descriptor_loads:
+            return True
+        producer = value.producer
+        inputs = [v for v in producer.inputs if isinstance(v, Value)] if producer else []
+        if len(inputs) != 1:
+            return False
+        value, depth = inputs[0], depth - 1
+    return False
+
+
 def _product(
     ctx: Any, node: Node, a: str, b: str, dtype: torch.dtype, use_dot: bool, acc: str | None
 ) -> tuple[str, torch.dtype]:
@@ -292,12 +308,20 @@ def _product(
         a_shape, b_shape = node.inputs[0].shape, node.inputs[1].shape
         a2 = ctx.assign(f"tl.reshape({a}, {ctx.shape(a_shape[-2:])})", "lhs")
         b2 = ctx.assign(f"tl.reshape({b}, {ctx.shape(b_shape[-2:])})", "rhs")
+        extra = f', input_precision="{_dot_precision(ctx)}"' if dtype == torch.float32 else ""
+        if (
+            acc is not None
+            and not reshaped_dot_accumulator_ok()
+            and any(_loaded_by_descriptor(ctx, v) for v in node.inputs[:2])
+        ):
+            # see reshaped_dot_accumulator_ok: add the 3-D accumulator after the dot
+            product = f"tl.dot({a2}, {b2}{extra}, out_dtype={ctx.tl(acc_dtype)})"
+            return f"(tl.reshape({product}, {ctx.shape(out_shape)}) + {acc})", acc_dtype
         acc2 = (
             None
             if acc is None
             else ctx.assign(f"tl.reshape({acc}, {ctx.shape(out_shape[-2:])})", "acc_2d")
         )
-        extra = f', input_precision="{_dot_precision(ctx)}"' if dtype == torch.float32 else ""
         if acc2 is not None:
             product = f"tl.dot({a2}, {b2}, {acc2}{extra})"
         else:
