@@ -3,7 +3,10 @@
 #
 #   bash benchmarks/gpu_session.sh check OUT   # Triton suite compiled (all pid_types, TMA), Pallas on GPU
 #   bash benchmarks/gpu_session.sh tune  OUT   # CuTe (needs the DSL staged), autotuner timing, distributed ws=1
-#   bash benchmarks/gpu_session.sh perf  OUT   # benchmarks/run.py, launch overhead, dynamic shapes
+#   bash benchmarks/gpu_session.sh perf  OUT   # benchmarks/run.py: memory-bound rows
+#   bash benchmarks/gpu_session.sh perf2 OUT   # cross entropy, embedding, rope; launch overhead
+#   bash benchmarks/gpu_session.sh perf3 OUT   # matmul, fp8 matmul, attention (compute-bound rows)
+#   bash benchmarks/gpu_session.sh sweep OUT   # static_shapes=False over 8 row counts
 #
 # Logs and JSON go to OUT; a failing step is reported and the next one still runs.
 set -uo pipefail
@@ -40,13 +43,27 @@ case "$phase" in
       TAIL=3 step "dist_$(basename "$f" .py)" 60 python3 -m torch.distributed.run --standalone --nproc-per-node 1 "$f"
     done
     ;;
-  perf)
-    step run 420 python3 benchmarks/run.py --effort quick --json "$out/run.json" --plot "$out/run.png"
+  perf)  # memory-bound rows with every baseline (~40 s a row: tuning plus torch.compile)
+    step run_memory 540 python3 benchmarks/run.py --kernels add,softmax,rms_norm,layer_norm,swiglu,geglu \
+      --effort quick --json "$out/run_memory.json" --plot "$out/run_memory.png"
+    ;;
+  perf2)  # the other memory-bound rows, and host overhead
+    step run_gather 420 python3 benchmarks/run.py --kernels cross_entropy,embedding,rope \
+      --effort quick --json "$out/run_gather.json"
     step launch_overhead 60 python3 benchmarks/launch_overhead.py
+    ;;
+  perf3)  # compute-bound rows against cuBLAS / _scaled_mm / SDPA flash (torch.compile of the
+          # matmuls' max-autotune alone takes minutes: skipped here)
+    step run_compute 540 python3 benchmarks/run.py --kernels matmul,matmul_8192,fp8_matmul,attention,attention_causal \
+      --effort quick --skip-compile --json "$out/run_compute.json" --plot "$out/run_compute.png"
+    ;;
+  sweep)  # static_shapes=False over 8 row counts, one tuned config each
+    step sweep 540 python3 benchmarks/run.py --kernels '' --sweep add,softmax,rms_norm,layer_norm,swiglu,geglu \
+      --effort quick --json "$out/sweep.json"
     ;;
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status
