@@ -103,6 +103,7 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
         values.update({k: v for k, v in kwargs.items() if k in names})
         constexprs = {name: values[name] for name in names if name in self.constexprs_names}
         launches.append({
+            "kernel": self.fn.__name__,
             "names": names,
             "signature": {
                 name: "constexpr" if name in constexprs else _signature_type(values.get(name))
@@ -159,7 +160,7 @@ def compile_all(directory: Path) -> int:
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
-            jit = next(v for k, v in vars(module).items() if k.startswith("_helion_") and hasattr(v, "fn"))
+            jit = getattr(module, entry["kernel"])  # the launched one, not a combine function
             source = triton.compiler.ASTSource(jit, entry["signature"], constexprs=entry["constexprs"])
             triton.compile(
                 source,
