@@ -130,6 +130,10 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
         for index, config in enumerate(configs):
             launches.clear()
             label = f"{name}_{index}"
+            problem = bound.backend.config_problem(bound.ir, config, torch.device("cuda"))
+            if problem is not None:
+                print(f"{label}: refused before compiling, as the autotuner does ({problem})")
+                continue
             try:
                 bound.compile_config(config)(*args)
             except Exception as error:  # noqa: BLE001 - recorded, not fatal
