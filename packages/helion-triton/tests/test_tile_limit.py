@@ -63,3 +63,33 @@ def test_the_backend_reports_it_to_the_autotuner() -> None:
     bound = batched_scores.bind((q, k))
     config = helion.Config(block_sizes=[4, 512, 1024])
     assert bound.backend.config_problem(bound.ir, config, q.device) == tile_problem(bound.ir, config)
+
+
+@helion.kernel(backend="triton")
+def plain_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=a.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = torch.addmm(acc, a[tile_m, tile_k], b[tile_k, tile_n])
+        out[tile_m, tile_n] = acc
+    return out
+
+
+def test_a_dot_accumulator_must_fit_the_registers_of_its_threads_on_a_gpu() -> None:
+    a, b = torch.randn(1500, 60), torch.randn(60, 1100)
+    bound = plain_matmul.bind((a, b))
+    # 1024 x 1024 fp32 on 16 warps: 2048 registers a thread (what ptxas refused on the H200)
+    huge = helion.Config(block_sizes=[1024, 1024, 32], num_warps=16)
+    problem = tile_problem(bound.ir, huge, gpu=True)
+    assert problem is not None and "2048 registers" in problem and "16 warps" in problem
+    assert tile_problem(bound.ir, huge) is None  # the interpreter has no register file
+    # 128 x 256 on 8 warps (the matmul seeds' largest): 128 registers a thread
+    assert tile_problem(bound.ir, helion.Config(block_sizes=[128, 256, 64], num_warps=8), gpu=True) is None
+    # 256 x 256 on 4 warps: 512 registers a thread
+    assert tile_problem(bound.ir, helion.Config(block_sizes=[256, 256, 64], num_warps=4), gpu=True) is not None
+    backend = bound.backend
+    assert backend.config_problem(bound.ir, huge, torch.device("cuda")) == problem
+    assert backend.config_problem(bound.ir, huge, torch.device("cpu")) is None

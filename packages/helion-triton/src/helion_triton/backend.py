@@ -133,7 +133,7 @@ class TritonBackend(Backend):
     def config_problem(self, ir: KernelIR, config: Config, device: torch.device) -> str | None:
         from helion_triton.tunables import tile_problem
 
-        return tile_problem(ir, config)
+        return tile_problem(ir, config, gpu=torch.device(device).type == "cuda")
 
     def benchmark(
         self,

@@ -406,14 +406,15 @@ def _next_power_of_2(n: int) -> int:
 
 
 # per IR, computed once: the search asks about many candidate configs of one kernel
-_TILE_SHAPES: weakref.WeakKeyDictionary[KernelIR, list[tuple[list[Any], str]]] = (
+_TILE_SHAPES: weakref.WeakKeyDictionary[KernelIR, list[tuple[list[Any], str, bool]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str]]:
+def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str, bool]]:
     """Each in-register value's shape as entries the config resolves: an int (a fixed extent),
-    a block id, or a sympy expression of block symbols; with where it was computed."""
+    a block id, or a sympy expression of block symbols; with where it was computed and whether
+    it is a dot's result (an MMA accumulator)."""
     cached = _TILE_SHAPES.get(ir)
     if cached is not None:
         return cached
@@ -422,7 +423,7 @@ def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str]]:
     from helion.ir.core import TensorType
 
     block_of = {info.symbol: info.block_id for info in ir.block_sizes}
-    shapes: list[tuple[list[Any], str]] = []
+    shapes: list[tuple[list[Any], str, bool]] = []
     seen: set[tuple[Any, ...]] = set()
     for node in ir.walk():
         for value in node.outputs:
@@ -439,11 +440,12 @@ def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str]]:
                 else:
                     entries = []  # a dimension the config does not fix: not judged here
                     break
-            key = tuple(entries)
+            is_dot = node.op is ops.dot
+            key = (*entries, is_dot)
             if entries and any(not isinstance(e, int) for e in entries) and key not in seen:
                 seen.add(key)
                 where = f"{node.loc}" if node.loc is not None else node.op.name
-                shapes.append((entries, where))
+                shapes.append((entries, where, is_dot))
     _TILE_SHAPES[ir] = shapes
     return shapes
 
@@ -471,12 +473,18 @@ def _block_extents(ir: KernelIR, config: Config) -> dict[int, int]:
     return extents
 
 
-def tile_problem(ir: KernelIR, config: Config) -> str | None:
-    """Why Triton would reject ``config`` for this kernel (a tile over its element limit)."""
+# registers a GPU thread can hold; an MMA accumulator must fit in them
+MAX_REGISTERS_PER_THREAD = 255
+
+
+def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | None:
+    """Why Triton would reject ``config`` for this kernel: a tile over its element limit, or
+    (``gpu``) a dot accumulator that cannot fit in the registers of the program's threads."""
     limit = max_tensor_numel()
     extents = _block_extents(ir, config)
     symbols = {info.symbol: extents[info.block_id] for info in ir.block_sizes}
-    for entries, where in _tile_shapes(ir):
+    threads = 32 * int(config.get("num_warps", 4) or 4)
+    for entries, where, is_dot in _tile_shapes(ir):
         numel = 1
         for entry in entries:
             if isinstance(entry, int):
@@ -489,5 +497,12 @@ def tile_problem(ir: KernelIR, config: Config) -> str | None:
             return (
                 f"a tile of {numel} elements ({where}) is over Triton's limit of "
                 f"{limit} elements per tensor"
+            )
+        if gpu and is_dot and numel > MAX_REGISTERS_PER_THREAD * threads:
+            # e.g. a 1024 x 1024 fp32 accumulator on 16 warps: 2048 registers a thread, which
+            # ptxas refuses after a long compile
+            return (
+                f"a dot result of {numel} elements ({where}) needs {numel // threads} registers "
+                f"per thread with {threads // 32} warps; a thread has {MAX_REGISTERS_PER_THREAD}"
             )
     return None
