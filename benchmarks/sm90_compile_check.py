@@ -149,11 +149,31 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
     return 0
 
 
-def compile_all(directory: Path) -> int:
+def _ptxas_resources(ptx: str, path: Path) -> tuple[str, str]:
+    """Registers per thread and spill bytes, as ``ptxas -v`` reports them (Triton's ptxas)."""
+    import re
+    import subprocess
+
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    path.write_text(ptx)
+    done = subprocess.run(
+        [get_ptxas(90).path, "-v", "--gpu-name", "sm_90a", str(path), "-o", str(path.with_suffix(".cubin"))],
+        capture_output=True,
+        text=True,
+    )
+    info = done.stderr + done.stdout
+    regs = re.search(r"Used (\d+) registers", info)
+    spills = re.search(r"(\d+) bytes spill stores", info)
+    return (regs.group(1) if regs else "?"), (spills.group(1) if spills else "?")
+
+
+def compile_all(directory: Path, verbose: bool = False) -> int:
     import triton
     from triton.backends.compiler import GPUTarget
 
     failures = 0
+    report: list[tuple] = []
     entries = sorted(directory.glob("*.json"))
     for path in entries:
         entry = json.loads(path.read_text())
@@ -166,16 +186,23 @@ def compile_all(directory: Path) -> int:
             spec.loader.exec_module(module)
             jit = getattr(module, entry["kernel"])  # the launched one, not a combine function
             source = triton.compiler.ASTSource(jit, entry["signature"], constexprs=entry["constexprs"])
-            triton.compile(
+            compiled = triton.compile(
                 source,
                 target=GPUTarget("cuda", 90, 32),
                 options={"num_warps": entry["num_warps"], "num_stages": entry["num_stages"]},
             )
+            if verbose:
+                regs, spills = _ptxas_resources(compiled.asm["ptx"], directory / (path.stem + ".ptx"))
+                report.append((entry["case"], regs, spills, compiled.metadata.shared, entry["config"]))
         except Exception as error:  # noqa: BLE001 - reported per kernel
             failures += 1
             lines = [ln for ln in str(error).splitlines() if "error" in ln.lower() or "failed" in ln.lower()]
             print(f"FAIL {entry['case']}: {type(error).__name__}: {(lines or [str(error)])[-1][:200]}")
             print(f"     {entry['config']}")
+    if verbose:
+        print(f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  config")
+        for case, regs, spills, shared, config in report:
+            print(f"{case:28} {regs!s:>5} {spills!s:>6} {shared!s:>7}  {config}")
     print(f"triton {triton.__version__}: {len(entries) - failures} of {len(entries)} compiled for cuda:90")
     return 1 if failures else 0
 
@@ -187,6 +214,9 @@ def main() -> int:
     parser.add_argument("--kernels", default="")
     parser.add_argument("--benches", default="", help="benchmarks/run.py kernels at its sizes, instead of the examples")
     parser.add_argument("--random", type=int, default=0)
+    parser.add_argument(
+        "--resources", action="store_true", help="print ptxas's registers and spills and the shared memory per kernel"
+    )
     ns = parser.parse_args()
     directory = Path(ns.dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -195,7 +225,7 @@ def main() -> int:
         status = record(directory, split(ns.kernels), split(ns.benches), ns.random)
         if ns.mode == "record" or status:
             return status
-    return compile_all(directory)
+    return compile_all(directory, verbose=ns.resources)
 
 
 if __name__ == "__main__":
