@@ -318,9 +318,8 @@ def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
         except Exception:
             l2_bytes = 0
         # writing twice the L2 size evicts everything the previous run left there; at least
-        # 256 MB so the flush outlasts the host's launch of the timed call: with a shorter one
-        # (~30 us) the start event fired before the kernel was enqueued and the ~20 us host path
-        # was timed as kernel time (rms_norm measured 88 us in tuning, 70 us in isolation, H200)
+        # 256 MB (as benchmarks/_timing.py and triton.testing), so the flush also outlasts the
+        # host's launch of the timed call and the start event does not fire too early
         size = max(2 * l2_bytes, 256 * 1024 * 1024)
         buffer = torch.empty(size // 4, dtype=torch.int32, device=device)
         _l2_buffers[key] = buffer
