@@ -328,30 +328,26 @@ def main() -> int:
     rows = []
     result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name()}
     print(f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}", flush=True)
-    for name in filter(None, ns.kernels.split(",")):
+    def measure(name: str, into: list, run: Callable[..., dict], show: Callable[[dict], None]) -> None:
         try:
-            rows.append(run_one(name, BENCHES[name], timer, ns, rooflines))
+            into.append(run(name, BENCHES[name], timer, ns, rooflines))
         except Exception as error:
             traceback.print_exc()
-            rows.append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
+            into.append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
         # each row as soon as it is measured (and the JSON so far): a run cut short keeps them
-        _print_row(rows[-1])
+        show(into[-1])
         if ns.json:
             Path(ns.json).write_text(json.dumps(result, indent=2))
+
+    for name in filter(None, ns.kernels.split(",")):
+        measure(name, rows, run_one, _print_row)
     if ns.sweep:
         result["sweeps"] = sweeps = []
         for name in ns.sweep.split(","):
             if name not in SWEEPABLE:
                 print(f"{name}: not sweepable (one of {SWEEPABLE})", file=sys.stderr)
                 continue
-            try:
-                sweeps.append(run_sweep(name, BENCHES[name], timer, ns, rooflines))
-            except Exception as error:
-                traceback.print_exc()
-                sweeps.append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
-            _print_sweep(sweeps[-1])
-            if ns.json:
-                Path(ns.json).write_text(json.dumps(result, indent=2))
+            measure(name, sweeps, run_sweep, _print_sweep)
         rows = rows + sweeps
     if ns.plot:
         _plot([r for r in rows if "sweep" not in r], ns.plot)
