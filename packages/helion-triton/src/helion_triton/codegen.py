@@ -23,7 +23,9 @@ import math
 import re
 from typing import Any
 from typing import Callable
+from typing import Container
 from typing import Iterator
+from typing import Sequence
 
 import sympy
 import torch
@@ -196,6 +198,40 @@ class GeneratedKernel:
     uses_barrier: bool
 
 
+def resolve_blocks(
+    ir: KernelIR, block_sizes: Sequence[int], reduction_loops: Sequence[Any], rdim_infeasible: Container[int]
+) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
+    """Per block id: the Triton extent of the dimension (a power of two), the step between tiles
+    (tile / fixed / grid dims), and the chunk of each looped reduction dimension."""
+    block_value: dict[int, int] = {}
+    real_block: dict[int, int] = {}
+    looped: dict[int, int] = {}
+    for info in ir.block_sizes:
+        if info.kind == "tile":
+            if info.config_index is None or info.config_index >= len(block_sizes):
+                raise exc.InvalidConfig(f"config has no block size for tile dimension {info.block_id}")
+            size = int(block_sizes[info.config_index])
+            if size & (size - 1):
+                raise exc.InvalidConfig(
+                    f"block size {size} of dimension {info.block_id} is not a power of two"
+                )
+            real_block[info.block_id] = size
+            block_value[info.block_id] = size
+        elif info.kind in ("fixed", "grid"):
+            size = int(info.fixed_value or 1)
+            real_block[info.block_id] = size
+            block_value[info.block_id] = next_power_of_2(size)
+        else:
+            index = info.config_index
+            chunk = reduction_loops[index] if index is not None and index < len(reduction_loops) else None
+            if chunk is not None and int(chunk) < info.size_hint and info.block_id not in rdim_infeasible:
+                looped[info.block_id] = int(chunk)
+                block_value[info.block_id] = int(chunk)
+            else:
+                block_value[info.block_id] = next_power_of_2(info.size_hint)
+    return block_value, real_block, looped
+
+
 class Names:
     """Fresh Python identifiers: ``load``, ``load_1``, ``load_2``, ..."""
 
@@ -270,37 +306,9 @@ class KernelCodegen:
     # block sizes
 
     def _resolve_blocks(self) -> None:
-        self.block_value: dict[int, int] = {}  # Triton extent of each block dimension
-        self.real_block: dict[int, int] = {}  # the step between tiles (tile / fixed / grid)
-        self.looped: dict[int, int] = {}  # looped reduction dims: block id -> chunk
-        for info in self.ir.block_sizes:
-            if info.kind == "tile":
-                if info.config_index is None or info.config_index >= len(self.options.block_sizes):
-                    raise exc.InvalidConfig(
-                        f"config has no block size for tile dimension {info.block_id}"
-                    )
-                size = int(self.options.block_sizes[info.config_index])
-                if size & (size - 1):
-                    raise exc.InvalidConfig(
-                        f"block size {size} of dimension {info.block_id} is not a power of two"
-                    )
-                self.real_block[info.block_id] = size
-                self.block_value[info.block_id] = size
-            elif info.kind in ("fixed", "grid"):
-                size = int(info.fixed_value or 1)
-                self.real_block[info.block_id] = size
-                self.block_value[info.block_id] = next_power_of_2(size)
-            else:
-                chunk = TritonOptions.item(self.options.reduction_loops, info.config_index, None)
-                if (
-                    chunk is not None
-                    and int(chunk) < info.size_hint
-                    and info.block_id not in self.analysis.rdim_infeasible
-                ):
-                    self.looped[info.block_id] = int(chunk)
-                    self.block_value[info.block_id] = int(chunk)
-                else:
-                    self.block_value[info.block_id] = next_power_of_2(info.size_hint)
+        self.block_value, self.real_block, self.looped = resolve_blocks(
+            self.ir, self.options.block_sizes, self.options.reduction_loops, self.analysis.rdim_infeasible
+        )
 
     # ------------------------------------------------------------------------------------------
     # output

@@ -450,29 +450,6 @@ def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str, bool]]:
     return shapes
 
 
-def _block_extents(ir: KernelIR, config: Config) -> dict[int, int]:
-    """The Triton extent of each block dimension under ``config`` (as the code generator
-    resolves it: tile sizes, padded fixed sizes, a reduction's chunk or padded width)."""
-    block_sizes = list(config.get("block_sizes", ()) or ())
-    reduction_loops = list(config.get("reduction_loops", ()) or ())
-    extents: dict[int, int] = {}
-    for info in ir.block_sizes:
-        if info.kind == "tile":
-            index = info.config_index
-            size = block_sizes[index] if index is not None and index < len(block_sizes) else 1
-            extents[info.block_id] = int(size)
-        elif info.kind in ("fixed", "grid"):
-            extents[info.block_id] = _next_power_of_2(int(info.fixed_value or 1))
-        else:
-            index = info.config_index
-            chunk = reduction_loops[index] if index is not None and index < len(reduction_loops) else None
-            if chunk is not None and int(chunk) < info.size_hint:
-                extents[info.block_id] = int(chunk)
-            else:
-                extents[info.block_id] = _next_power_of_2(info.size_hint)
-    return extents
-
-
 # registers a GPU thread can hold; an MMA accumulator must fit in them
 MAX_REGISTERS_PER_THREAD = 255
 
@@ -480,8 +457,17 @@ MAX_REGISTERS_PER_THREAD = 255
 def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | None:
     """Why Triton would reject ``config`` for this kernel: a tile over its element limit, or
     (``gpu``) a dot accumulator that cannot fit in the registers of the program's threads."""
+    from helion_triton.codegen import resolve_blocks
+
     limit = max_tensor_numel()
-    extents = _block_extents(ir, config)
+    try:
+        # the extents the code generator will use; the spec already keeps infeasible looped
+        # reductions at None, so none are excluded here
+        extents, _, _ = resolve_blocks(
+            ir, list(config.get("block_sizes", ()) or ()), list(config.get("reduction_loops", ()) or ()), ()
+        )
+    except exc.InvalidConfig:
+        return None  # not a tile-size question: compiling it reports what is wrong
     symbols = {info.symbol: extents[info.block_id] for info in ir.block_sizes}
     threads = 32 * int(config.get("num_warps", 4) or 4)
     for entries, where, is_dot in _tile_shapes(ir):
