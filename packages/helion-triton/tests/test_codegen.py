@@ -51,7 +51,8 @@ def run_and_check(bound, config, args, expected, atol=1e-4):
 
 
 @pytest.mark.skipif(
-    not {"num_stages", "loop_unroll_factor"} <= range_kwargs(), reason="old tl.range"
+    not {"num_stages", "loop_unroll_factor"} <= range_kwargs(),
+    reason="this Triton's tl.range takes no num_stages / loop_unroll_factor",
 )
 def test_range_options_reach_tl_range():
     a, b = matmul_args()
@@ -475,7 +476,7 @@ def test_target_of_cpu_is_the_interpreter():
     assert target.indexing_choices()[0] == "pointer"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: compiles and launches with maxnreg")
 def test_cuda_tunables_compile():
     a, b = (t.cuda() for t in matmul_args())
     bound = bind(K.matmul, a, b)
