@@ -149,12 +149,11 @@ def reshaped_dot_accumulator_ok() -> bool:
     Triton 3.6 crashes in TritonGPURemoveLayoutConversions on such a dot when an operand is a
     tensor-descriptor load (attention's ``P @ V`` on one batch row per program, on the H200);
     3.9 compiles it. Where it is not ok, the accumulator is added after the dot instead."""
-    try:
-        import triton
-    except ImportError:
+    version = triton_version()
+    if version == "not installed":
         return True
     parts = []
-    for piece in str(triton.__version__).split(".")[:2]:
+    for piece in version.split(".")[:2]:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts) >= (3, 7)
