@@ -41,6 +41,53 @@ def per_call_us(fn, n: int = 5000) -> float:
     return best
 
 
+def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """The warm call path of ``tiny_add`` piece by piece: each row starts one stage later."""
+    bound = tiny_add.bind((x, y))
+    variant = next(v for vs in bound._variants.values() for v in vs)
+    compiled = variant.compiled
+    captured: dict[str, object] = {}
+
+    def capture(*values: object) -> None:
+        captured["values"] = values
+        compiled(*values)
+
+    variant.compiled = capture
+    tiny_add(x, y)
+    variant.compiled = compiled
+    values = captured["values"]
+    direct = next(
+        (v for v in vars(compiled.module).values() if type(v).__name__ == "DirectLaunch"), None
+    )
+    rows = {
+        "  tiny_add.bind((x, y)) (key)": per_call_us(lambda: tiny_add.bind((x, y))),
+        "  bound(x, y) (host code on)": per_call_us(lambda: bound(x, y)),
+        "  compiled launcher (values)": per_call_us(lambda: compiled(*values)),
+        "  torch.empty_like(x)": per_call_us(lambda: torch.empty_like(x)),
+    }
+    if direct is not None and direct._entries:
+        (key, (run, function, metadata, tail)), = list(direct._entries.items())[:1]
+        recorded: dict[str, object] = {}
+        original = direct.launch
+
+        def record(grid: object, *args: object, **kwargs: object) -> object:
+            recorded["call"] = (grid, args, kwargs)
+            return original(grid, *args, **kwargs)
+
+        direct.launch = record
+        compiled(*values)
+        direct.launch = original
+        grid, args, kwargs = recorded["call"]
+        stream = torch.cuda.current_stream().cuda_stream
+        size = len(grid)
+        g = (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)
+        rows["  DirectLaunch.launch(grid, ...)"] = per_call_us(lambda: direct.launch(grid, *args, **kwargs))
+        rows["  triton compiled run alone"] = per_call_us(
+            lambda: run(*g, stream, function, metadata, None, None, None, *args, *tail)
+        )
+    return rows
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("launch_overhead.py needs a CUDA device", file=sys.stderr)
@@ -80,6 +127,7 @@ def main() -> int:
         rows["empty CUDA kernel (cupy)"] = per_call_us(lambda: empty_cuda((1,), (1,), ()))
     except Exception as error:  # cupy is optional
         print(f"(no cupy baseline: {error})")
+    rows.update(_breakdown(x, y))
     print(f"{'call':32} {'host us/call':>12}")
     for name, us in rows.items():
         print(f"{name:32} {us:12.2f}")

@@ -34,17 +34,13 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor
         acc = hl.zeros([tile_b, tile_m, head_dim], dtype=torch.float32)
         q_tile = q_flat[tile_b, tile_m, :]
         for tile_n in hl.tile(n):
-            scores = (
-                torch.bmm(q_tile, k_flat[tile_b, tile_n, :].transpose(1, 2)).to(torch.float32)
-                * scale
-            )
+            # hl.dot keeps the scores in float32 (torch.bmm would round them to q's dtype)
+            scores = hl.dot(q_tile, k_flat[tile_b, tile_n, :].transpose(1, 2)) * scale
             new_max = torch.maximum(row_max, scores.amax(dim=-1))
             probs = torch.exp(scores - new_max[:, :, None])
             rescale = torch.exp(row_max - new_max)
             row_sum = row_sum * rescale + probs.sum(dim=-1)
-            acc = torch.baddbmm(
-                acc * rescale[:, :, None], probs.to(v.dtype), v_flat[tile_b, tile_n, :]
-            )
+            acc = hl.dot(probs.to(v.dtype), v_flat[tile_b, tile_n, :], acc=acc * rescale[:, :, None])
             row_max = new_max
         out[tile_b, tile_m, :] = (acc / row_sum[:, :, None]).to(out.dtype)
     return out.view(q.shape)

@@ -298,6 +298,8 @@ class KernelCodegen:
         self.zero_lanes: set[int] = set()
         # values loaded through a tensor descriptor (TMA on the GPU)
         self.descriptor_loads: set[int] = set()
+        # the IR bounds (begin, end) of each bound tile's loop, for `always_multiple`
+        self.tile_bounds: dict[int, tuple[Any, Any]] = {}
         self.index_dtype = ir.index_dtype
         self._dim_cache: dict[Any, str] = {}
         self._resolve_blocks()
@@ -802,7 +804,8 @@ class KernelCodegen:
         self.emit(f"{index} = {index_expr}")
         parts = []
         lo, hi = static_bounds
-        exact = isinstance(lo, int) and isinstance(hi, int) and (hi - lo) % real == 0
+        self.tile_bounds[block_id] = static_bounds
+        exact = self.always_multiple(lo, real) and self.always_multiple(hi, real)
         if not exact:
             parts.append(f"({index} < {end})" if extent != real else f"{index} < {end}")
         if extent != real:
@@ -814,6 +817,26 @@ class KernelCodegen:
         return TileVars(
             block_id, offset, index, mask, begin, end, step, False, offset_dtype, index_dtype
         )
+
+    def always_multiple(self, bound: Any, step: int) -> bool:
+        """Is the loop bound ``bound`` (an int or an IR value) a multiple of ``step`` on every
+        program? Besides constants this knows ``tile.begin`` and ``tile.end`` of an enclosing
+        tile whose block size and bounds are multiples of ``step``: the key loop of causal
+        attention, ``hl.tile(0, tile_m.end)``, then runs on full tiles and needs no masks."""
+        if isinstance(bound, (int, sympy.Integer)):
+            return int(bound) % step == 0
+        producer = getattr(bound, "producer", None)
+        if producer is None or producer.op not in (ops.TILE_ATTRS["begin"], ops.TILE_ATTRS["end"]):
+            return False
+        block_id = producer.attrs["block_id"]
+        bounds = self.tile_bounds.get(block_id)
+        if bounds is None or self.ir.block(block_id).kind == "grid":
+            return False
+        lo, hi = bounds
+        if self.real_block[block_id] % step or not self.always_multiple(lo, step):
+            return False
+        # tile.end is min(begin + block, end): the loop's end must be a multiple too
+        return producer.op is ops.TILE_ATTRS["begin"] or self.always_multiple(hi, step)
 
     def _push_tiles(self) -> tuple[dict, dict]:
         return dict(self.tiles_by_block), dict(self.tiles_by_value)
