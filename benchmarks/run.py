@@ -177,6 +177,11 @@ BENCHES: dict[str, Bench] = {
         lambda d: (torch.randint(0, 128256, (8192,), device=d), torch.randn(128256, 4096, device=d, dtype=torch.bfloat16)),
         torch.nn.functional.embedding, "memory", lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
     ),
+    "embedding_32k": Bench(  # a training step's tokens (8 x 4096)
+        "embedding", "embedding",
+        lambda d: (torch.randint(0, 128256, (32768,), device=d), torch.randn(128256, 4096, device=d, dtype=torch.bfloat16)),
+        torch.nn.functional.embedding, "memory", lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
+    ),
     "swiglu": Bench(
         "swiglu", "swiglu",
         lambda d: _pair(d, 8192, 14336),
@@ -303,6 +308,9 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
         rate = work / (ms * 1e-3) / scale
         row[key] = {"ms": round(ms, 4), unit: round(rate, 3), "of_roofline": round(rate / roof, 3)}
     row["unit"] = unit
+    if bench.bound == "memory":
+        # a copy of the kernel's own byte count: small problems do not reach the big copy's rate
+        row["copy_same_bytes_tbs"] = round(copy_bandwidth_tbs(timer, nbytes=max(work // 2, 1 << 20)), 3)
     return row
 
 
@@ -362,6 +370,10 @@ def _print_row(row: dict) -> None:
         if isinstance(value, dict):
             rate = value[row["unit"]]
             print(f"{row['kernel']:16} {impl:14} {value['ms']:9.4f} {rate:8.3f} {row['unit']:>7} {value['of_roofline']:8.1%}")
+    same = row.get("copy_same_bytes_tbs")
+    if same:
+        rate = row["helion"]["TB/s"]
+        print(f"{'':16} a copy of the same bytes: {same:.3f} TB/s (helion {rate / same:.1%} of it)")
     print(f"{'':16} tuned in {row['tune_s']} s: {row['config']}", flush=True)
 
 
