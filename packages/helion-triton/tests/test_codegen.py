@@ -323,6 +323,43 @@ def test_seed_configs_are_valid(fn, args):
         assert sorted(seed["num_warps"] for seed in looped) == [4, 8]
 
 
+def attention_like(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Two chained dots per key tile: the key block is the N of q @ k.T and the K of p @ v."""
+    m, d = q.size(0), hl.specialize(q.size(1))
+    out = torch.empty_like(q)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m, d], dtype=torch.float32)
+        for tile_n in hl.tile(k.size(0)):
+            scores = hl.dot(q[tile_m, :], k[tile_n, :].T)
+            acc = hl.dot(torch.softmax(scores, dim=1).to(v.dtype), v[tile_n, :], acc=acc)
+        out[tile_m, :] = acc.to(out.dtype)
+    return out
+
+
+def test_chained_dots_seed_128_by_128_tiles_on_8_warps():
+    q, k, v = (torch.randn(300, 64) for _ in range(3))
+    bound = bind(attention_like, q, k, v)
+    seeds = bound.seed_configs()
+    assert seeds[0]["block_sizes"] == [128, 128] and seeds[0]["num_warps"] == 8
+    # no 128-row seed on 4 warps: two chained dots' tiles spill there
+    assert all(s["num_warps"] == 8 for s in seeds if s["block_sizes"][0] >= 128)
+    for seed in seeds:
+        assert bound.normalize(seed) == seed
+    torch.testing.assert_close(
+        bound.compile_config(seeds[0])(q, k, v), attention_like_reference(q, k, v, 128), atol=1e-3, rtol=1e-3
+    )
+    # a plain matmul's inner block is a K: it keeps the matmul seeds
+    assert bind(K.matmul, *matmul_args()).seed_configs()[0]["block_sizes"] != [128, 128, 128]
+
+
+def attention_like_reference(q, k, v, block_n):
+    acc = torch.zeros(q.size(0), v.size(1))
+    for start in range(0, k.size(0), block_n):
+        scores = q @ k[start : start + block_n].T
+        acc += torch.softmax(scores, dim=1) @ v[start : start + block_n]
+    return acc
+
+
 def test_batched_dot_defaults_to_batch_tiles_of_one():
     # every batch row's operands sit in shared memory: a default of 8 overflowed an H200
     a, b = torch.randn(6, 37, 29), torch.randn(6, 29, 23)
