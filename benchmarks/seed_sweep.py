@@ -49,7 +49,7 @@ def variants(
 
 def sweep(
     name: str, timer: Timer, copy: float, warps: list[int], policies: list[str], stages: list[int], n_random: int,
-    extra: list[dict] = (),
+    extra: list[dict] = (), verbose: bool = False,
 ) -> list[tuple]:
     bench = BENCHES[name]
     kernel = getattr(importlib.import_module(bench.module), bench.kernel)
@@ -86,7 +86,15 @@ def sweep(
         rate = work / (ms * 1e-3) / 1e12
         share = f"{rate / roofline:6.1%}" if roofline else ""
         rows.append((name, label, ms, f"{rate:.3f} {unit} {share}", config))
+        if verbose:  # each row as it is measured: a sweep cut short by a timeout keeps them
+            print(f"   . {label:15} {ms:8.4f} ms  {rows[-1][3]}  {_changed(config, candidates[0][1])}", flush=True)
     return rows
+
+
+def _changed(config: helion.Config, reference: helion.Config) -> str:
+    """The entries of ``config`` that differ from ``reference`` (short rows for the live log)."""
+    values, base = dict(config), dict(reference)
+    return ", ".join(f"{k}={v}" for k, v in values.items() if base.get(k) != v) or "(the first seed)"
 
 
 def _flat(result: object) -> torch.Tensor:
@@ -116,7 +124,7 @@ def main() -> int:
     stages = [int(s) for s in options.stages.split(",") if s]
     for name in options.kernels.split(","):
         started = time.perf_counter()
-        rows = sweep(name, timer, copy, warps, policies, stages, options.random, json.loads(options.extra))
+        rows = sweep(name, timer, copy, warps, policies, stages, options.random, json.loads(options.extra), verbose=True)
         timed = [r for r in rows if r[2] == r[2]]
         best_seed = min((r for r in timed if r[1].startswith("seed") and not r[1].endswith("variant")),
                         key=lambda r: r[2], default=None)
