@@ -310,7 +310,12 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
     row["unit"] = unit
     if bench.bound == "memory":
         # a copy of the kernel's own byte count: small problems do not reach the big copy's rate
-        row["copy_same_bytes_tbs"] = round(copy_bandwidth_tbs(timer, nbytes=max(work // 2, 1 << 20)), 3)
+        # (work is a float for most rows; a failure here must not cost the row its timings)
+        try:
+            same = copy_bandwidth_tbs(timer, nbytes=max(int(work) // 2, 1 << 20))
+            row["copy_same_bytes_tbs"] = round(same, 3)
+        except Exception as error:  # noqa: BLE001 - reported with the row
+            row["copy_same_bytes_error"] = f"{type(error).__name__}: {error}"[:200]
     return row
 
 
