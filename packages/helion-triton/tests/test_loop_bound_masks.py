@@ -75,3 +75,14 @@ def test_random_block_sizes_match_torch() -> None:
         block_m, block_n = rng.choice([16, 32, 64]), rng.choice([8, 16, 32])
         _, got, want = _run(m, block_m, block_n)
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4, msg=f"{m=} {block_m=} {block_n=}")
+
+
+def test_dynamic_shapes_keep_the_mask():
+    # with static_shapes=False the sizes are runtime values: nothing is known to divide
+    x = torch.randn(96, 24)
+    kernel = helion.kernel(causal_prefix_sum, backend="triton", static_shapes=False)
+    bound = kernel.bind((x,))
+    config = helion.Config(block_sizes=[32, 16])
+    source = bound.to_triton_code(config)
+    assert _inner_loop_masked(source), source
+    torch.testing.assert_close(bound.compile_config(config)(x), _reference(x, 32), atol=1e-4, rtol=1e-4)
