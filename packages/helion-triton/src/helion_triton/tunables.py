@@ -323,7 +323,8 @@ def _matmul_seeds(ir: KernelIR, spec: Any, target: TritonTarget) -> list[dict[st
     ]
     if _inner_block_is_a_dot_output(ir):
         # 128 query rows by 128 keys on 8 warps: on an H200 (Triton 3.6) 397 TFLOP/s for
-        # 4x32x4096x128 bf16 attention and 303 causal, against 357 / 297 for the best matmul-shaped seed (64x32, 4 warps)
+        # 4x32x4096x128 bf16 attention and 303 causal, against 357 / 297 for the best
+        # matmul-shaped seed (64x32 on 4 warps)
         shapes.insert(0, (128, 128, 128, 8, 3))
         # two chained dots hold two 128-row tiles: on 4 warps ptxas spills (572 bytes for
         # attention's 128x64 tile), on 8 it does not (177 registers)
