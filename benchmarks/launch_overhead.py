@@ -66,7 +66,7 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         "  torch.empty_like(x)": per_call_us(lambda: torch.empty_like(x)),
     }
     if direct is not None and direct._entries:
-        (key, (run, function, metadata, tail)), = list(direct._entries.items())[:1]
+        run, function, metadata, tail = next(iter(direct._entries.values()))
         recorded: dict[str, object] = {}
         original = direct.launch
 

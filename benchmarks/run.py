@@ -314,7 +314,7 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
         try:
             same = copy_bandwidth_tbs(timer, nbytes=max(int(work) // 2, 1 << 20))
             row["copy_same_bytes_tbs"] = round(same, 3)
-        except Exception as error:  # noqa: BLE001 - reported with the row
+        except Exception as error:  # reported with the row
             row["copy_same_bytes_error"] = f"{type(error).__name__}: {error}"[:200]
     return row
 

@@ -22,11 +22,11 @@ import sys
 import time
 
 import torch
-
+from _timing import Timer
+from _timing import copy_bandwidth_tbs
 from run import BENCHES  # benchmarks/ is on sys.path when this file runs
 
 import helion
-from _timing import Timer, copy_bandwidth_tbs
 
 
 def variants(
@@ -79,7 +79,7 @@ def sweep(
         try:
             run = bound.compile_config(config)
             torch.testing.assert_close(_flat(run(*args)), _flat(expected), atol=bench.atol, rtol=bench.rtol)
-            ms = timer.median_ms(lambda: run(*args), target_s=0.05)
+            ms = timer.median_ms(lambda run=run: run(*args), target_s=0.05)
         except Exception as error:  # a variant that does not compile is reported, not fatal
             rows.append((name, label, float("nan"), f"{type(error).__name__}", config))
             continue

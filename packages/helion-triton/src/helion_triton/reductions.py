@@ -14,8 +14,8 @@ from helion_triton import combine
 from helion_triton.codegen import literal
 from helion_triton.lowerings import Rule
 from helion_triton.lowerings import compute_float
-from helion_triton.target import reshaped_dot_accumulator_ok
 from helion_triton.lowerings import triton_lowering
+from helion_triton.target import reshaped_dot_accumulator_ok
 
 # -- reductions ----------------------------------------------------------------------------------------
 
