@@ -32,12 +32,17 @@ class Timer:
         once = max(time.perf_counter() - start, 1e-6)
         repeat = int(min(max_repeat, max(min_repeat, target_s / once)))
         samples = []
+        if self.cuda:
+            # two events reused by every sample (each sample waits for its end), created now:
+            # torch creates a CUDA event at its first record, which would otherwise sit between
+            # the flush and the timed call; only the call's own host work is left there
+            begin = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            begin.record()
+            end.record()
+            end.synchronize()
         for _ in range(repeat):
             if self.cuda:
-                # the events exist before the flush is queued: only the kernel's own host call
-                # runs between the flush and `begin`, and the flush's run time covers it
-                begin = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
                 self._flush.zero_()
                 begin.record()
                 fn()
