@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_session.sh perf2 OUT   # cross entropy, embedding, rope; launch overhead
 #   bash benchmarks/gpu_session.sh perf3 OUT   # matmul, fp8 matmul, attention (compute-bound rows)
 #   bash benchmarks/gpu_session.sh sweep OUT   # static_shapes=False over 8 row counts
+#   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min)
 #
 # Logs and JSON go to OUT; a failing step is reported and the next one still runs.
 set -uo pipefail
@@ -57,6 +58,10 @@ case "$phase" in
     step run_compute 540 python3 benchmarks/run.py --kernels matmul,matmul_8192,fp8_matmul,attention,attention_causal \
       --effort quick --skip-compile --json "$out/run_compute.json" --plot "$out/run_compute.png"
     ;;
+  misses)  # the memory-bound rows that missed a target last time, each with every baseline
+    step run_misses 420 python3 benchmarks/run.py --kernels add,rope,cross_entropy,embedding_32k \
+      --effort quick --json "$out/run_misses.json"
+    ;;
   sweep)  # static_shapes=False over 8 row counts, one tuned config each
     step sweep 540 python3 benchmarks/run.py --kernels '' --sweep add,softmax,rms_norm,layer_norm,swiglu,geglu \
       --effort quick --json "$out/sweep.json"
@@ -64,6 +69,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status
