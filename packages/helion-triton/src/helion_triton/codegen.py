@@ -805,7 +805,10 @@ class KernelCodegen:
         parts = []
         lo, hi = static_bounds
         self.tile_bounds[block_id] = static_bounds
-        exact = self.always_multiple(lo, real) and self.always_multiple(hi, real)
+        if isinstance(lo, int) and isinstance(hi, int):
+            exact = (hi - lo) % real == 0
+        else:
+            exact = self.always_multiple(lo, real) and self.always_multiple(hi, real)
         if not exact:
             parts.append(f"({index} < {end})" if extent != real else f"{index} < {end}")
         if extent != real:
