@@ -93,3 +93,28 @@ def test_a_dot_accumulator_must_fit_the_registers_of_its_threads_on_a_gpu() -> N
     backend = bound.backend
     assert backend.config_problem(bound.ir, huge, torch.device("cuda")) == problem
     assert backend.config_problem(bound.ir, huge, torch.device("cpu")) is None
+
+
+def test_a_whole_row_that_would_spill_is_refused_on_a_gpu_where_it_could_loop() -> None:
+    x = torch.randn(3, 100_000)  # padded to 131072 lanes: 256 a thread on 16 warps
+    bound = row_sums.bind((x,))
+    whole = helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=16)
+    problem = tile_problem(bound.ir, whole, gpu=True)
+    assert problem is not None and "256 registers per thread" in problem and "reduction_loops" in problem
+    # the interpreter has no registers to spill; and a looped row holds one chunk
+    assert tile_problem(bound.ir, whole, gpu=False) is None
+    looped = helion.Config(block_sizes=[1], reduction_loops=[4096], num_warps=4)
+    assert tile_problem(bound.ir, looped, gpu=True) is None
+    # 32 warps hold the row in 128 registers a thread
+    assert tile_problem(bound.ir, helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=32), gpu=True) is None
+
+
+def test_a_wide_row_that_cannot_loop_is_left_to_the_compiler(monkeypatch) -> None:
+    from helion_triton import analysis
+
+    x = torch.randn(3, 100_000)
+    bound = row_sums.bind((x,))
+    block = bound.ir.reduction_blocks()[0].block_id
+    monkeypatch.setitem(analysis.analyze(bound.ir).rdim_infeasible, block, "a store of the row")
+    whole = helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=16)
+    assert tile_problem(bound.ir, whole, gpu=True) is None

@@ -501,6 +501,7 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
         return None  # not a tile-size question: compiling it reports what is wrong
     symbols = {info.symbol: extents[info.block_id] for info in ir.block_sizes}
     threads = 32 * int(config.get("num_warps", 4) or 4)
+    loopable = _persistent_loopable_rows(ir, config) if gpu else set()
     for entries, where, is_dot in _tile_shapes(ir):
         numel = 1
         for entry in entries:
@@ -522,4 +523,32 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
                 f"a dot result of {numel} elements ({where}) needs {numel // threads} registers "
                 f"per thread with {threads // 32} warps; a thread has {MAX_REGISTERS_PER_THREAD}"
             )
+        whole_rows = [e[1] for e in entries if isinstance(e, tuple) and e[1] in loopable]
+        if whole_rows and numel > MAX_REGISTERS_PER_THREAD * threads:
+            # the value alone outgrows a thread's registers, so it spills; the row could loop
+            # instead. H200, cross entropy over 128256 logits: whole rows on 8 or 16 warps
+            # spilled 3.7-5.6 KB a thread and ran at 0.58-0.88 TB/s, looped rows at 3.4-3.5
+            return (
+                f"a whole-row tile of {numel} elements ({where}) needs {numel // threads} "
+                f"registers per thread with {threads // 32} warps (a thread has "
+                f"{MAX_REGISTERS_PER_THREAD}) and would spill; loop the reduction instead "
+                f"(reduction_loops)"
+            )
     return None
+
+
+def _persistent_loopable_rows(ir: KernelIR, config: Config) -> set[int]:
+    """Reduction blocks that ``config`` keeps whole (``reduction_loops`` entry None) although
+    the backend could loop them."""
+    from helion_triton.analysis import analyze
+
+    loops = list(config.get("reduction_loops", ()) or ())
+    infeasible = analyze(ir).rdim_infeasible
+    rows = set()
+    for info in ir.reduction_blocks():
+        index = info.config_index
+        if index is None or info.block_id in infeasible:
+            continue
+        if index >= len(loops) or loops[index] is None:
+            rows.add(info.block_id)
+    return rows
