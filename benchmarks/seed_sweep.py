@@ -25,6 +25,7 @@ import torch
 from _timing import Timer
 from _timing import copy_bandwidth_tbs
 from run import BENCHES  # benchmarks/ is on sys.path when this file runs
+from run import _check
 
 import helion
 
@@ -78,7 +79,7 @@ def sweep(
     for label, config in candidates:
         try:
             run = bound.compile_config(config)
-            torch.testing.assert_close(_flat(run(*args)), _flat(expected), atol=bench.atol, rtol=bench.rtol)
+            _check(run(*args), expected, bench)
             ms = timer.median_ms(lambda run=run: run(*args), target_s=0.05)
         except Exception as error:  # a variant that does not compile is reported, not fatal
             rows.append((name, label, float("nan"), f"{type(error).__name__}", config))
@@ -95,12 +96,6 @@ def _changed(config: helion.Config, reference: helion.Config) -> str:
     """The entries of ``config`` that differ from ``reference`` (short rows for the live log)."""
     values, base = dict(config), dict(reference)
     return ", ".join(f"{k}={v}" for k, v in values.items() if base.get(k) != v) or "(the first seed)"
-
-
-def _flat(result: object) -> torch.Tensor:
-    """A kernel's output (one tensor or a tuple of them) as one float tensor to compare."""
-    parts = result if isinstance(result, (tuple, list)) else (result,)
-    return torch.cat([p.float().reshape(-1) for p in parts])
 
 
 def main() -> int:
