@@ -10,7 +10,7 @@ import re
 import sys
 import threading
 import types
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable, Iterator, Sequence
 
 import torch
 
@@ -25,6 +25,8 @@ from helion.language.philox import draw_call_seed
 from helion.runtime import torch_integration
 from helion.runtime.config import Config
 from helion.runtime.settings import RefMode, Settings
+
+_is_compiling = torch.compiler.is_compiling
 
 # default of a block size registered in host code, before a config picks one
 REGISTERED_BLOCK_DEFAULT = 64
@@ -62,6 +64,9 @@ class Kernel:
             if _is_constexpr_annotation(p.annotation, fn)
         }
         self._bound: dict[Hashable, BoundKernel] = {}
+        self._arity = len(self.signature.parameters)
+        # static_shapes -> a key function specialized to the argument types first seen
+        self._fast_keys: dict[bool, Callable[[tuple], Hashable | None]] = {}
         self._split: ast_rewrite.SplitKernel | None = None
         self._lock = threading.RLock()
         functools.update_wrapper(self, fn)
@@ -97,7 +102,6 @@ class Kernel:
     def specialization_key(self, args: Sequence[Any]) -> Hashable:
         static = self.settings.static_shapes
         if self.key_fn is None and not self._constexpr_params:
-            # the common case, on every call: one comprehension, no per-parameter lookups
             return tuple([_arg_key(arg, static) for arg in args])
         parts: list[Hashable] = []
         for name, arg in zip(self.signature.parameters, args):
@@ -124,18 +128,35 @@ class Kernel:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if torch.compiler.is_compiling():
+        # the warm path of every call: keep it to attribute reads and one dict lookup
+        if _is_compiling():
             # under torch.compile the kernel is one custom op of the graph (no graph break)
             return torch_integration.call_compiling(self, args, kwargs)
-        args = self.normalize_args(*args, **kwargs)
+        if kwargs or len(args) != self._arity:
+            args = self.normalize_args(*args, **kwargs)
         if torch_integration.needs_custom_op(args):
             # autograd must record the call, or a dispatch mode (fake tensors, make_fx) is on
             return torch_integration.call_custom_op(self, args)
-        if self.settings.ref_mode == RefMode.EAGER:
+        settings = self.settings
+        if settings.ref_mode == RefMode.EAGER:
             from helion.eager import run_eager
 
             return run_eager(self, args)
-        return self.bind(args)(*args)
+        fast = self._fast_keys.get(settings.static_shapes)
+        key = fast(args) if fast is not None else self._first_fast_key(args)
+        bound = self._bound.get(key) if key is not None else None
+        if bound is None:
+            bound = self.bind(args)
+        run = bound._active_keyed
+        return run(*args) if run is not None else bound._call_keyed(args)
+
+    def _first_fast_key(self, args: tuple) -> Hashable | None:
+        """Build the key function for the argument types of this call (see `_compile_key_function`)."""
+        static = self.settings.static_shapes
+        if self.key_fn is not None or self._constexpr_params:
+            return None  # these keys take the general path
+        self._fast_keys[static] = fast = _compile_key_function(args, static)
+        return fast(args)
 
     def _call_direct(self, args: tuple) -> Any:
         """Run the kernel on normalized arguments, bypassing the custom op (its real impl)."""
@@ -236,6 +257,35 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
     if callable(arg):
         return _StableRepr(arg, _describe_callable)
     raise TypeError(f"unsupported argument type {type(arg).__name__} for a Helion kernel")
+
+
+def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashable | None]:
+    """`Kernel.specialization_key` for arguments of the types in ``args``, as one generated
+    expression: the same key `_arg_key` gives, without a call and type tests per argument.
+
+    Tensors (exactly `torch.Tensor`, with static shapes) and plain bools, ints and floats are
+    inlined behind an exact type test; any other argument calls `_arg_key`. When a test fails
+    (an argument of another type than the first call's) the function returns None and the
+    caller takes the general path, so the two never give different keys for one call."""
+    tests: list[str] = []
+    parts: list[str] = []
+    for index, arg in enumerate(args):
+        value = f"a[{index}]"
+        kind = type(arg)
+        if kind is torch.Tensor and static:
+            tests.append(f"type({value}) is _Tensor")
+            parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
+        elif kind in (bool, int, float):
+            tests.append(f"type({value}) is _{kind.__name__}")
+            parts.append(f"_{kind.__name__}")
+        else:
+            parts.append(f"_arg_key({value}, {static})")
+    body = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    test = " and ".join(tests) or "True"
+    source = f"def key(a):\n    return {body} if {test} else None\n"
+    scope = {"_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float, "_arg_key": _arg_key}
+    exec(compile(source, "<helion specialization key>", "exec"), scope)
+    return scope["key"]
 
 
 _EMPTY_CELL = object()
@@ -350,6 +400,8 @@ class HostMode:
         self.bound = bound
         self.config = config
         self.next_block = 0
+        # the arguments of the call running host code (what the guards compare identities with)
+        self.args: Any = _NO_ARGUMENTS
 
     def hl_register_block_size(self, low: Any, high: Any) -> BlockSizeInt:
         block_id = self.next_block
@@ -419,13 +471,42 @@ def _next_pow2(n: int) -> int:
 class _CompiledTrace:
     """One traced + compiled variant: valid while the host values match its guards."""
 
-    __slots__ = ("ir", "compiled", "tensor_guards", "constant_guards")
+    __slots__ = ("ir", "compiled", "tensor_guards", "constant_guards", "matches_call")
 
     def __init__(self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list) -> None:
         self.ir = ir
         self.compiled = compiled
         self.tensor_guards = tensor_guards
         self.constant_guards = constant_guards
+        self.matches_call: Callable[[tuple, tuple], bool] = lambda values, args: self.matches(values)
+
+    def specialize_guards(self, values: Sequence[Any], args: Sequence[Any], static: bool) -> None:
+        """Build `matches_call(values, args)`, what each call checks: `matches` as one generated
+        expression, where a value that is the very argument it was when traced (``values[i] is
+        args[j]``) passes without its shape, stride and dtype being read. With static shapes
+        the specialization key already holds those of every tensor argument, and a bound
+        kernel is only called with arguments of its key."""
+        from_args = {}
+        if static:
+            for index, value in enumerate(values):
+                position = next((j for j, arg in enumerate(args) if arg is value), None)
+                if isinstance(value, torch.Tensor) and position is not None:
+                    from_args[index] = position
+        scope: dict[str, Any] = {}
+        tests = []
+        for index, shape, stride, dtype in self.tensor_guards:
+            scope[f"shape{index}"], scope[f"stride{index}"], scope[f"dtype{index}"] = shape, stride, dtype
+            value = f"v[{index}]"
+            test = f"({value}.shape == shape{index} and {value}.stride() == stride{index} and {value}.dtype == dtype{index})"
+            if index in from_args:
+                test = f"({value} is a[{from_args[index]}] or {test})"
+            tests.append(test)
+        for index, expected in self.constant_guards:
+            scope[f"constant{index}"] = expected
+            tests.append(f"not (v[{index}] != constant{index})")
+        source = f"def matches(v, a):\n    return {' and '.join(tests) or 'True'}\n"
+        exec(compile(source, "<helion guards>", "exec"), scope)
+        self.matches_call = scope["matches"]
 
     def matches(self, values: Sequence[Any]) -> bool:
         for index, shape, stride, dtype in self.tensor_guards:
@@ -477,8 +558,9 @@ class BoundKernel:
         self._host_factory = ast_rewrite.build_host_factory(self.split)
         self._device_factory = ast_rewrite.build_device_factory(self.split)
         self._variants: dict[Config, list[_CompiledTrace]] = {}
-        self._runners: dict[Config, Callable[..., Any]] = {}
+        self._runners: dict[Config, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         self._active_runner: Callable[..., Any] | None = None
+        self._active_keyed: Callable[..., Any] | None = None
         self._config: Config | None = None
         self._bind_args = args
         self._discovery_ir = self._discover(args)
@@ -562,7 +644,7 @@ class BoundKernel:
         config = self.normalize(config)
         self.compile_config(config)
         self._config = config
-        self._active_runner = None
+        self._active_runner = self._active_keyed = None
 
     def ensure_config_exists(self, args: Sequence[Any]) -> Config:
         if self._config is not None:
@@ -592,7 +674,7 @@ class BoundKernel:
         with torch.random.fork_rng(devices=[]):
             config = autotune(self, tuple(args), force=force, **options)
         self._config = self.normalize(config)
-        self._active_runner = None
+        self._active_runner = self._active_keyed = None
         return self._config
 
     def format_kernel_decorator(self, config: Config, settings: Settings | None = None) -> str:
@@ -646,7 +728,7 @@ class BoundKernel:
 
     def _trace_for_config(self, config: Config, args: tuple) -> None:
         def compile_and_stop(*values: Any) -> None:
-            self._variant_for(config, values)
+            self._variant_for(config, values, args)
             raise _StopHost
 
         host = ast_rewrite.make_host_function(self.split, self._host_factory, compile_and_stop)
@@ -656,7 +738,7 @@ class BoundKernel:
             except _StopHost:
                 pass
 
-    def _variant_for(self, config: Config, values: Sequence[Any]) -> _CompiledTrace:
+    def _variant_for(self, config: Config, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace:
         variants = self._variants.setdefault(config, [])
         full_values = _with_lifted(values, self._discovery_ir.lifted)
         for variant in variants:
@@ -672,6 +754,7 @@ class BoundKernel:
             print(compiled.source, file=sys.stderr)
         tensor_guards, constant_guards = ir.guards
         variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards)
+        variant.specialize_guards(full_values, args, self.settings.static_shapes)
         variants.append(variant)
         return variant
 
@@ -679,9 +762,14 @@ class BoundKernel:
 
     def _runner(self, config: Config) -> Callable[..., Any]:
         """The host function wired to this config's compiled variants (built once per config)."""
-        runner = self._runners.get(config)
-        if runner is not None:
-            return runner
+        return self._runner_pair(config)[0]
+
+    def _runner_pair(self, config: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """(run, run_keyed): ``run`` checks every guard; ``run_keyed`` is for arguments known to
+        have this bound kernel's specialization key."""
+        runners = self._runners.get(config)
+        if runners is not None:
+            return runners
         variants = self._variants.setdefault(config, [])
         lifted = self._discovery_ir.lifted
         mode = HostMode(self, config)
@@ -689,11 +777,12 @@ class BoundKernel:
         def launch(*values: Any) -> None:
             if lifted:
                 values = _with_lifted(values, lifted)
+            args = mode.args
             for variant in variants:
-                if variant.matches(values):
+                if variant.matches_call(values, args):
                     break
             else:
-                variant = self._variant_for(config, values[: len(values) - len(lifted)])
+                variant = self._variant_for(config, values[: len(values) - len(lifted)], args)
             if variant.ir.rng_seed is not None:
                 # torch.rand in device code: a seed from torch's CPU generator, per launch
                 values = (*values, draw_call_seed())
@@ -703,17 +792,23 @@ class BoundKernel:
 
         state = _context_state
 
-        def run(*args: Any) -> Any:
-            mode.next_block = 0
-            previous = getattr(state, "mode", None)
-            state.mode = mode
-            try:
-                return host(*args)
-            finally:
-                state.mode = previous
+        def make_run(keyed: bool) -> Callable[..., Any]:
+            # keyed: the caller (`Kernel.__call__`) found this bound kernel by the arguments'
+            # specialization key, so the guards may trust the arguments' identities
+            def run(*args: Any) -> Any:
+                mode.next_block = 0
+                mode.args = args if keyed else _NO_ARGUMENTS
+                previous = getattr(state, "mode", None)
+                state.mode = mode
+                try:
+                    return host(*args)
+                finally:
+                    state.mode = previous
 
-        self._runners[config] = run
-        return run
+            return run
+
+        runners = self._runners[config] = (make_run(False), make_run(True))
+        return runners
 
     def _run(self, config: Config, args: Sequence[Any]) -> Any:
         return self._runner(config)(*args)
@@ -721,14 +816,40 @@ class BoundKernel:
     def __call__(self, *args: Any) -> Any:
         run = self._active_runner
         if run is None:
-            config = self._config or self.ensure_config_exists(args)
-            run = self._active_runner = self._runner(config)
+            run = self._activate(args)[0]
         return run(*args)
+
+    def _call_keyed(self, args: tuple) -> Any:
+        """`__call__` for arguments whose specialization key is this bound kernel's."""
+        run = self._active_keyed
+        if run is None:
+            run = self._activate(args)[1]
+        return run(*args)
+
+    def _activate(self, args: tuple) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        config = self._config or self.ensure_config_exists(args)
+        runners = self._runner_pair(config)
+        self._active_runner, self._active_keyed = runners
+        return runners
 
     def run_ref(self, *args: Any) -> Any:
         from helion.eager import run_eager
 
         return run_eager(self.kernel, args)
+
+
+class _NoArguments:
+    """The arguments the guards see on a call not looked up by key: none is identical to a value."""
+
+    def __getitem__(self, index: int) -> object:
+        return _NO_ARGUMENT
+
+    def __iter__(self) -> Iterator[object]:
+        return iter(())  # so a variant traced on such a call takes no identity shortcut
+
+
+_NO_ARGUMENT = object()
+_NO_ARGUMENTS = _NoArguments()
 
 
 def _with_lifted(values: Sequence[Any], lifted: list[tuple]) -> tuple:

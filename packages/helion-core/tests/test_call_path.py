@@ -1,0 +1,100 @@
+"""The warm call path of a kernel (`Kernel.__call__`): the generated specialization key and the
+generated guards with their argument-identity shortcut must give the same answers as the general
+path, whatever arguments come next (ref backend: runs everywhere)."""
+
+from __future__ import annotations
+
+import torch
+
+import helion
+import helion.language as hl
+from helion.runtime.kernel import _arg_key
+
+
+@helion.kernel(backend="ref", config=helion.Config(block_sizes=[16]))
+def scaled_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + alpha * y[tile]
+    return out
+
+
+@helion.kernel(backend="ref", config=helion.Config(block_sizes=[16]))
+def add_first_row(x: torch.Tensor, rows: int) -> torch.Tensor:
+    # host code that slices an argument: the sliced value is not the argument itself
+    head = x[:rows]
+    out = torch.empty_like(head)
+    for tile in hl.tile(head.size(0)):
+        out[tile] = head[tile] + 1
+    return out
+
+
+def _general_key(kernel, args):
+    return tuple(_arg_key(arg, kernel.settings.static_shapes) for arg in args)
+
+
+def test_generated_key_equals_the_general_key_and_declines_other_types():
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    torch.testing.assert_close(scaled_add(x, y, 0.5), x + 0.5 * y)
+    fast = scaled_add._fast_keys[True]
+    for args in [(x, y, 0.5), (torch.randn(5, 3)[:, 1], y, 2.0), (x.double(), y, -1.0)]:
+        assert fast(args) == _general_key(scaled_add, args)
+    # an int where a float was seen, a tensor subclass: the generated key declines
+    assert fast((x, y, 2)) is None
+    assert fast((torch.nn.Parameter(x), y, 0.5)) is None
+    torch.testing.assert_close(scaled_add(x, y, 2), x + 2 * y)
+    p = torch.nn.Parameter(torch.randn(37), requires_grad=False)
+    torch.testing.assert_close(scaled_add(p, y, 0.5), p + 0.5 * y)
+
+
+def test_new_shapes_strides_and_dtypes_get_their_own_bound_kernel():
+    scaled_add.reset()
+    for n in (37, 53, 37):
+        x, y = torch.randn(n), torch.randn(n)
+        torch.testing.assert_close(scaled_add(x, y, 1.5), x + 1.5 * y)
+    strided = torch.randn(37, 2)[:, 0]
+    torch.testing.assert_close(scaled_add(strided, strided, 1.0), 2 * strided)
+    halves = torch.randn(37).half(), torch.randn(37).half()
+    torch.testing.assert_close(scaled_add(*halves, 1.0), halves[0] + halves[1])
+    assert len(scaled_add._bound) == 4
+
+
+def test_a_bound_kernel_called_with_other_shapes_checks_every_guard():
+    """`BoundKernel.__call__` may get arguments of another key: identities prove nothing then."""
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    bound = scaled_add.bind((x, y, 1.0))
+    torch.testing.assert_close(bound(x, y, 1.0), x + y)
+    longer = torch.randn(61), torch.randn(61)
+    torch.testing.assert_close(bound(*longer, 1.0), longer[0] + longer[1])
+    variants = next(iter(bound._variants.values()))
+    assert len(variants) == 2  # the second shape was traced, not run with the first's code
+
+
+def test_values_made_by_host_code_are_guarded_by_shape():
+    add_first_row.reset()
+    x = torch.randn(40)
+    for rows in (17, 29, 17):
+        torch.testing.assert_close(add_first_row(x, rows), x[:rows] + 1)
+
+
+def test_guards_use_identity_only_for_arguments_themselves():
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    scaled_add(x, y, 1.0)
+    bound = scaled_add.bind((x, y, 1.0))
+    (variant,) = next(iter(bound._variants.values()))
+    out = torch.empty_like(x)
+    env = {"x": x, "y": y, "alpha": 1.0, "out": out}
+    names = bound.split.device_inputs
+    values = tuple(env[name] for name in names)
+    assert variant.matches_call(values, (x, y, 1.0))
+    # a value in x's place that is not x itself is checked: here its shape differs
+    other = tuple(torch.randn(53) if name == "x" else env[name] for name in names)
+    assert not variant.matches_call(other, (x, y, 1.0))
+    # the output (made by host code) is always checked
+    wrong_out = tuple(torch.empty(36) if name == "out" else env[name] for name in names)
+    assert not variant.matches_call(wrong_out, (x, y, 1.0))
+    # the general check agrees
+    assert variant.matches(values) and not variant.matches(other) and not variant.matches(wrong_out)
