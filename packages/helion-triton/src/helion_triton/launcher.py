@@ -250,6 +250,8 @@ class DirectLaunch:
         self.jit_function = jit_function
         self.fn = jit_function.fn
         self._entries: dict[Any, tuple] = {}
+        # after the first bind: the launch key for the argument types of that launch
+        self._fast_key: Any = _no_fast_key
         driver = driver or triton.runtime.driver.active
         self._current_device = driver.get_current_device
         self._current_stream = driver.get_current_stream
@@ -264,7 +266,9 @@ class DirectLaunch:
 
     def launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
         device = self._current_device()
-        key = (device, *map(_launch_key_of, args))
+        key = self._fast_key(device, args)
+        if key is None:
+            key = (device, *map(_launch_key_of, args))
         entry = self._entries.get(key)
         knobs = self._runtime_knobs
         enter, leave = (knobs.launch_enter_hook, knobs.launch_exit_hook) if entry else (None, None)
@@ -294,8 +298,43 @@ class DirectLaunch:
         except (KeyError, AttributeError):
             self.enabled = False  # a parameter left to its default, or another CompiledKernel
             return kernel
+        if not self._entries:
+            self._fast_key = _compile_launch_key(args)
         self._entries[key] = entry
         return kernel
+
+
+def _no_fast_key(device: Any, args: tuple) -> None:
+    return None
+
+
+def _compile_launch_key(args: tuple) -> Any:
+    """The launch key of `_launch_key_of` for arguments of these exact types, as one generated
+    expression (no call per argument): None when a type differs, and the caller keys the general
+    way. A generated launcher passes the same kinds of values on every call."""
+    tests = [f"len(a) == {len(args)}"]
+    parts = ["d"]
+    for index, arg in enumerate(args):
+        value = f"a[{index}]"
+        kind = type(arg)
+        if kind is torch.Tensor:
+            tests.append(f"type({value}) is _Tensor")
+            parts.append(f"({value}.dtype, {value}.data_ptr() & 15 == 0)")
+        elif kind is int:
+            tests.append(f"type({value}) is _int")
+            parts.append(f"(_I32_LOW <= {value} < _I32_HIGH, {value} % 16 == 0, {value} == 1)")
+        elif kind in (bool, float):
+            tests.append(f"type({value}) is _{kind.__name__}")
+            parts.append(f"_{kind.__name__}")
+        elif arg is None:
+            tests.append(f"{value} is None")
+            parts.append("None")
+        else:
+            return _no_fast_key
+    source = f"def key(d, a):\n    return ({', '.join(parts)},) if {' and '.join(tests)} else None\n"
+    scope = {"_Tensor": torch.Tensor, "_int": int, "_bool": bool, "_float": float, "_I32_LOW": _I32[0], "_I32_HIGH": _I32[1]}
+    exec(compile(source, "<helion launch key>", "exec"), scope)
+    return scope["key"]
 
 
 def use_direct_launch(module: ModuleType, kernel_name: str) -> None:
