@@ -23,7 +23,14 @@ class Timer:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
-    def median_ms(self, fn: Callable[[], Any], *, target_s: float = 0.25, min_repeat: int = 5, max_repeat: int = 200) -> float:
+    def median_ms(
+        self, fn: Callable[[], Any], *, target_s: float = 0.25, min_repeat: int = 5, max_repeat: int = 200,
+        queued: bool = False,
+    ) -> float:
+        """Median of ``fn``'s samples, each after an L2 flush. Synced (the default): the host
+        waits for each sample before queueing the next, so the GPU idles between samples.
+        ``queued``: every flush and sample is queued before the first is waited for, as the
+        autotuner's `do_bench` times (and as kernels run in a model: back to back)."""
         fn()
         self.sync()
         start = time.perf_counter()
@@ -31,6 +38,8 @@ class Timer:
         self.sync()
         once = max(time.perf_counter() - start, 1e-6)
         repeat = int(min(max_repeat, max(min_repeat, target_s / once)))
+        if self.cuda and queued:
+            return self._median_queued_ms(fn, repeat)
         samples = []
         if self.cuda:
             # two events reused by every sample (each sample waits for its end), created now:
@@ -55,17 +64,28 @@ class Timer:
                 samples.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(samples)
 
+    def _median_queued_ms(self, fn: Callable[[], Any], repeat: int) -> float:
+        begins = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
+        for begin, end in zip(begins, ends, strict=True):
+            self._flush.zero_()
+            begin.record()
+            fn()
+            end.record()
+        self.sync()
+        return statistics.median(b.elapsed_time(e) for b, e in zip(begins, ends, strict=True))
 
-def copy_bandwidth_tbs(timer: Timer, nbytes: int = 2 * 1024**3) -> float:
+
+def copy_bandwidth_tbs(timer: Timer, nbytes: int = 2 * 1024**3, *, queued: bool = False) -> float:
     """Device-to-device copy: bytes read + bytes written per second, in TB/s."""
     src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=timer.device).normal_()
     dst = torch.empty_like(src)
-    ms = timer.median_ms(lambda: dst.copy_(src))
+    ms = timer.median_ms(lambda: dst.copy_(src), queued=queued)
     return 2 * nbytes / (ms * 1e-3) / 1e12
 
 
-def cublas_peak_tflops(timer: Timer, n: int = 8192) -> float:
+def cublas_peak_tflops(timer: Timer, n: int = 8192, *, queued: bool = False) -> float:
     a = torch.randn(n, n, dtype=torch.bfloat16, device=timer.device)
     b = torch.randn(n, n, dtype=torch.bfloat16, device=timer.device)
-    ms = timer.median_ms(lambda: torch.matmul(a, b))
+    ms = timer.median_ms(lambda: torch.matmul(a, b), queued=queued)
     return 2 * n**3 / (ms * 1e-3) / 1e12
