@@ -7,7 +7,9 @@
 #   bash benchmarks/gpu_session.sh perf2 OUT   # cross entropy, embedding, rope; launch overhead
 #   bash benchmarks/gpu_session.sh perf3 OUT   # matmul, fp8 matmul, attention (compute-bound rows)
 #   bash benchmarks/gpu_session.sh sweep OUT   # static_shapes=False over 8 row counts
-#   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min)
+#   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
+#                                              # KERNELS=a,b picks the rows)
+#   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead; cross entropy's seeds with online_sum_lanes
 #
 # Logs and JSON go to OUT; a failing step is reported and the next one still runs.
 set -uo pipefail
@@ -59,8 +61,15 @@ case "$phase" in
       --effort quick --skip-compile --json "$out/run_compute.json" --plot "$out/run_compute.png"
     ;;
   misses)  # the memory-bound rows that missed a target last time, each with every baseline
-    step run_misses 420 python3 benchmarks/run.py --kernels add,rope,cross_entropy,embedding_32k \
+    step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-add,rope,cross_entropy,embedding_32k}" \
       --effort quick --json "$out/run_misses.json"
+    ;;
+  overhead)  # host time per call, and cross entropy's looped seeds with and without online_sum_lanes
+    step launch_overhead 90 python3 benchmarks/launch_overhead.py
+    step ce_lanes 200 python3 benchmarks/seed_sweep.py --kernels cross_entropy --warps 4 --policies keep \
+      --extra '[{"online_sum_lanes": true}, {"online_sum_lanes": true, "num_stages": 3},
+                {"online_sum_lanes": true, "reduction_loops": [2048]}, {"online_sum_lanes": true, "num_warps": 8, "num_stages": 2},
+                {"online_sum_lanes": true, "reduction_loops": [8192], "num_warps": 8}, {"num_stages": 3}]'
     ;;
   sweep)  # static_shapes=False over 8 row counts, one tuned config each
     step sweep 540 python3 benchmarks/run.py --kernels '' --sweep add,softmax,rms_norm,layer_norm,swiglu,geglu \
@@ -69,6 +78,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|overhead|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status
