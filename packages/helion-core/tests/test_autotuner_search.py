@@ -343,6 +343,27 @@ def test_config_filter_drops_candidates() -> None:
     assert search.history and all(t.config["pid_type"] != "xyz" for t in search.history)
 
 
+@pytest.mark.parametrize("search_cls", [RandomSearch, SurrogateSearch])
+def test_a_seed_the_filter_refuses_is_dropped_and_counted(search_cls) -> None:
+    # the backend's config_problem refuses some seeds on a GPU (rows that would spill): the
+    # search must start from the others, not fail while preparing them
+    spec = matmul_like_spec()
+    seeds = [Config(block_sizes=[128, 64, 32], pid_type="xyz"), Config(block_sizes=[64, 64, 32])]
+    search = search_cls(
+        spec,
+        CallableEvaluator(matmul_like_cost),
+        profile=QUICK,
+        seed=0,
+        seed_configs=seeds,
+        budget_seconds=None,
+        config_filter=lambda c: None if c["pid_type"] == "xyz" else c,
+    )
+    assert search.invalid_candidates == 1
+    assert search.seed_configs == [spec.normalize(seeds[1])]
+    search.run()
+    assert search.history[0].config == spec.normalize(seeds[1])
+
+
 def test_all_failures_raise_no_config_found() -> None:
     def broken(config: Config) -> float:
         raise RuntimeError("nothing compiles")

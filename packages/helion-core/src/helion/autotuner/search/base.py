@@ -161,6 +161,7 @@ class BaseSearch:
         self.max_generations = max_generations
         self.config_overrides = dict(config_overrides or {})
         self.config_filter = config_filter
+        self.invalid_candidates = 0  # before the seeds: preparing them counts the refused ones
         self.seed_configs = [c for c in (self.prepare(s) for s in seed_configs) if c is not None]
         self.history: list[Trial] = []
         self.best_config: Config | None = None
@@ -169,7 +170,6 @@ class BaseSearch:
         self.rebenchmarked: dict[str, float] = {}
         self._times: dict[str, float] = {}
         self._start: float | None = None
-        self.invalid_candidates = 0
 
     # ----------------------------------------------------------------------------- budget
     @property
