@@ -27,8 +27,6 @@ from helion.ir.core import Value
 from helion.language import _ops as ops
 
 if TYPE_CHECKING:
-    from helion.ir.core import KernelIR
-    from helion_triton.analysis import KernelAnalysis
     from helion_triton.codegen import KernelCodegen
 
 
@@ -60,14 +58,6 @@ class OnlineSum:
     (then the chunk's term is inf anyway): the ``min`` keeps both right. After the loop
     ``s_run`` is the guarded sum. An unguarded ``sum(exp(x - m))`` equals it for a finite ``m``
     (where ``g(m) == m``) and is nan for an infinite one, as in the two loops it replaces.
-
-    With the Triton config entry ``online_sum_lanes`` the running sum is kept per lane, in the
-    chunk's shape, and the chunk's ``sum`` becomes an elementwise add (padded lanes add 0)::
-
-        s_lanes = s_lanes * exp(min(g(m_run) - g(m_new), 0)) + exp(x_chunk - g(m_new))
-
-    reduced once after the loop: each chunk then has only the amax's reduction (one barrier
-    instead of two), for a chunk-sized fp32 accumulator in registers.
     """
 
     sink: Node
@@ -78,7 +68,6 @@ class OnlineSum:
     extra: list[Node]
     total: str = ""
     shift_run: str = ""
-    lanes: bool = False
 
 
 def plan(cg: KernelCodegen, block: Block) -> tuple[set[int], dict[int, ChunkGroup | OnlineSum]]:
@@ -247,28 +236,6 @@ def _fuse_online_sums(
             starts[id(sink)] = fused
 
 
-def has_online_sum(ir: KernelIR, analysis: KernelAnalysis) -> bool:
-    """Whether some ``sum(exp(x - amax(x)))`` over a reduction dim that can loop matches an
-    online sum (the kernels ``online_sum_lanes`` is offered to). A match whose fusion the code
-    generator later declines (an effect between the two loops) only leaves the entry idle."""
-    blocks = [ir.body, *(region for node in ir.walk() for region in node.regions)]
-    for info in ir.reduction_blocks():
-        if info.block_id in analysis.rdim_infeasible:
-            continue
-        for block in blocks:
-            position = {id(n): i for i, n in enumerate(block.nodes)}
-            deferred = {
-                id(n)
-                for n in block.nodes
-                if analysis.is_rdim_node(n, info.symbol) and not n.op.side_effects
-            }
-            for node in block.nodes:
-                fused = _match_online_sum(node, info.symbol, position, deferred)
-                if fused is not None and id(fused.amax) not in deferred:
-                    return True
-    return False
-
-
 def _producer(operand: object) -> Node | None:
     return operand.producer if isinstance(operand, Value) else None
 
@@ -347,12 +314,9 @@ def _shift_chain(shift: Value, position: dict[int, int]) -> tuple[Node, list[Nod
 
 def _init_online_sum(cg: KernelCodegen, fused: OnlineSum) -> None:
     shape = cg.shape(fused.shift.shape)
-    fused.lanes = cg.options.online_sum_lanes
-    fused.total = cg.fresh("acc_sumexp_lanes" if fused.lanes else "acc_sumexp")
+    fused.total = cg.fresh("acc_sumexp")
     fused.shift_run = cg.fresh("acc_shift")
-    # per lane: the shape of the summed value, its reduction dim the chunk
-    total_shape = cg.shape(fused.sink.inputs[0].shape) if fused.lanes else shape
-    cg.emit(f"{fused.total} = tl.full({total_shape}, 0, tl.float32)")
+    cg.emit(f"{fused.total} = tl.full({shape}, 0, tl.float32)")
     # the guarded shift of the running max, which starts at -inf
     cg.emit(f"{fused.shift_run} = tl.full({shape}, 0, tl.float32)")
 
@@ -378,13 +342,8 @@ def _update_online_sum(cg: KernelCodegen, fused: OnlineSum, amax_state: dict) ->
     previous, cg.node = cg.node, sink
     try:
         total_kind = reductions.ReductionKind("sum")
-        # padded lanes of a tail chunk hold the sum's identity, 0
         x, _ = reductions._reduction_input(cg, sink, total_kind)
-        if fused.lanes:
-            part = x  # reduced once, after the loop (_bind_online_sum)
-        else:
-            part = cg.assign(total_kind.partial(cg, x, sink.attrs["dim"], True), "chunk")
-        # the factor has the shift's shape: for lanes it broadcasts along the chunk
+        part = cg.assign(total_kind.partial(cg, x, sink.attrs["dim"], True), "chunk")
         rescale = f"tl.exp(tl.minimum({fused.shift_run} - {shift}, 0.0))"
         cg.emit(f"{fused.total} = {fused.total} * {rescale} + {part}")
         cg.emit(f"{fused.shift_run} = {shift}")
@@ -394,15 +353,10 @@ def _update_online_sum(cg: KernelCodegen, fused: OnlineSum, amax_state: dict) ->
 
 def _bind_online_sum(cg: KernelCodegen, fused: OnlineSum) -> None:
     """At the sum's own place: its value, from the accumulators of the amax's loop."""
-    from helion_triton import reductions
-
     sink = fused.sink
     previous, cg.node = cg.node, sink
     try:
         result = fused.total
-        if fused.lanes:
-            total_kind = reductions.ReductionKind("sum")
-            result = cg.assign(total_kind.partial(cg, result, sink.attrs["dim"], True), "sumexp")
         if not fused.guarded:
             # x - m is nan for an infinite m in the two-pass form: so is the sum, as there
             peak = cg.expr(fused.shift)

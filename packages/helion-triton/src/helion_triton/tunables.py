@@ -15,12 +15,10 @@ from typing import Any
 from typing import Sequence
 
 from helion import exc
-from helion.autotuner.config_fragment import BooleanFragment
 from helion.autotuner.config_fragment import EnumFragment
 from helion.ir.core import KernelIR
 from helion.language import _ops as ops
 from helion.runtime.config import Config
-from helion_triton import looped
 from helion_triton.analysis import KernelAnalysis
 from helion_triton.target import TritonTarget
 
@@ -62,8 +60,6 @@ class TritonOptions:
     num_warps: int
     num_stages: int
     maxnreg: int | None
-    # the online sum(exp(x - amax)) of a looped reduction as per-lane partial sums (looped.py)
-    online_sum_lanes: bool = False
 
     @classmethod
     def from_config(cls, config: Config, ir: KernelIR, target: TritonTarget) -> TritonOptions:
@@ -89,9 +85,6 @@ class TritonOptions:
         if pid_type not in ("flat", "xyz", "persistent_blocked", "persistent_interleaved"):
             raise exc.InvalidConfig(f"unknown pid_type {pid_type!r}")
         maxnreg = config.get("maxnreg")
-        online_sum_lanes = config.get("online_sum_lanes", False)
-        if not isinstance(online_sum_lanes, bool):
-            raise exc.InvalidConfig(f"online_sum_lanes must be a bool, got {online_sum_lanes!r}")
         return cls(
             block_sizes=tuple(int(b) for b in config.get("block_sizes", ()) or ()),
             loop_orders=tuple(
@@ -110,7 +103,6 @@ class TritonOptions:
             num_warps=int(config.get("num_warps", 4) or 4),
             num_stages=int(config.get("num_stages", 1) or 1),
             maxnreg=_effective_maxnreg(maxnreg, int(config.get("num_warps", 4) or 4), target),
-            online_sum_lanes=online_sum_lanes,
         )
 
     def loop_order(self, index: int | None, ndim: int) -> list[int]:
@@ -177,11 +169,6 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
             spec.restrict(
                 "pid_type", allowed, reason="the launch grid is too tall for pid_type='xyz'"
             )
-
-    if "reduction_loops" in spec and looped.has_online_sum(ir, analysis):
-        spec.set_scalar("online_sum_lanes", BooleanFragment())
-    else:
-        spec.remove("online_sum_lanes")  # a config naming it anyway is accepted, the key dropped
 
     if "reduction_loops" in spec:
         for info in ir.reduction_blocks():
