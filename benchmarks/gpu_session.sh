@@ -9,7 +9,8 @@
 #   bash benchmarks/gpu_session.sh sweep OUT   # static_shapes=False over 8 row counts
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
-#   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead; cross entropy's seeds with online_sum_lanes
+#   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
+#   bash benchmarks/gpu_session.sh profile OUT   # ncu sections of BENCH under CONFIG (benchmarks/profile_config.py)
 #
 # Logs and JSON go to OUT; a failing step is reported and the next one still runs.
 set -uo pipefail
@@ -64,12 +65,15 @@ case "$phase" in
     step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-add,rope,cross_entropy,embedding_32k}" \
       --effort quick --json "$out/run_misses.json"
     ;;
-  overhead)  # host time per call, and cross entropy's looped seeds with and without online_sum_lanes
+  overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py
-    step ce_lanes 200 python3 benchmarks/seed_sweep.py --kernels cross_entropy --warps 4 --policies keep \
-      --extra '[{"online_sum_lanes": true}, {"online_sum_lanes": true, "num_stages": 3},
-                {"online_sum_lanes": true, "reduction_loops": [2048]}, {"online_sum_lanes": true, "num_warps": 8, "num_stages": 2},
-                {"online_sum_lanes": true, "reduction_loops": [8192], "num_warps": 8}, {"num_stages": 3}]'
+    ;;
+  profile)  # Nsight Compute sections of one benchmark kernel under one config:
+             # BENCH=rope CONFIG='{"block_sizes": [1, 1, 16]}' bash benchmarks/gpu_session.sh profile OUT
+    step "ncu_$BENCH" 200 ncu --kernel-name regex:_helion_ --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+      --section LaunchStats --section ComputeWorkloadAnalysis \
+      python3 benchmarks/profile_config.py "$BENCH" "$CONFIG"
     ;;
   sweep)  # static_shapes=False over 8 row counts, one tuned config each
     step sweep 540 python3 benchmarks/run.py --kernels '' --sweep add,softmax,rms_norm,layer_norm,swiglu,geglu \
@@ -78,6 +82,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|overhead|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|overhead|profile|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status
