@@ -116,3 +116,121 @@ def test_defaulted_parameters_keep_the_jit_path():
     direct[(1,)](out, x, 40)  # BLOCK not passed: the tail is unknown
     direct[(1,)](out, x, 40)
     assert kinds(jit.calls) == ["jit", "jit"]
+
+
+# -- the launchers generated per grid, after the first direct launch --------------------------------
+
+
+def test_a_grid_launcher_launches_as_the_general_path_does():
+    jit, direct = make()
+    out, x = torch.empty(40), torch.randn(40)
+    direct[(3, 2)](out, x, 40, BLOCK=16, num_warps=4)  # binds
+    direct[(3, 2)](out, x, 40, BLOCK=16, num_warps=4)  # direct, through `launch`
+    assert (3, 2) not in direct._grid_launchers
+    launcher = direct[(3, 2)]
+    assert launcher is direct._grid_launchers[(3, 2)] and launcher is direct[(3, 2)]
+    launcher(out, x, 40, BLOCK=16, num_warps=4)
+    assert kinds(jit.calls) == ["jit", "direct", "direct"]
+    assert jit.calls[1][2] == jit.calls[2][2]  # the same arguments to the compiled launcher
+    # another grid gets its own launcher with its own dimensions
+    direct[(7,)](out, x, 24, BLOCK=16, num_warps=4)
+    assert jit.calls[-1][2][:3] == (7, 1, 1) and kinds(jit.calls)[-1] == "direct"
+
+
+def test_a_grid_launcher_hands_what_it_does_not_know_to_the_general_path():
+    jit, direct = make()
+    out, x = torch.empty(40), torch.randn(40)
+    direct[(1,)](out, x, 16, BLOCK=16)
+    direct[(1,)](out, x, 16, BLOCK=16)
+    launcher = direct[(1,)]
+    launcher(out, torch.randn(41)[1:], 16, BLOCK=16)  # unaligned: a new specialization binds
+    launcher(out, x, 16.0, BLOCK=16)  # a float where an int was: binds (Triton's fp32 slot)
+    launcher(out, x, 2**40, BLOCK=16)  # 64-bit int: binds
+    assert kinds(jit.calls) == ["jit", "direct", "jit", "jit", "jit"]
+    launcher(out, torch.randn(41)[1:], 16, BLOCK=16)  # the unaligned specialization, now known
+    launcher(out, torch.nn.Parameter(torch.randn(40)), 32, BLOCK=16)  # a subclass keys as a tensor
+    assert kinds(jit.calls)[-2:] == ["direct", "direct"]
+    assert len(direct._entries) == 4
+
+
+def test_a_grid_launcher_takes_the_jit_path_while_a_profiler_hook_is_set():
+    hooks = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    jit, direct = make(hooks)
+    out, x = torch.empty(40), torch.randn(40)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_exit_hook = types.SimpleNamespace(calls=[])  # an empty chain: still direct
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_exit_hook = lambda metadata: None
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_exit_hook = None
+    direct[(1,)](out, x, 40, BLOCK=16)
+    assert kinds(jit.calls) == ["jit", "direct", "direct", "jit", "direct"]
+
+
+def test_grids_that_are_not_small_int_tuples_or_too_many_use_the_general_path():
+    jit, direct = make()
+    out, x = torch.empty(40), torch.randn(40)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(torch.tensor(2).item(),)](out, x, 40, BLOCK=16)  # a Python int: cached
+    direct[(1.0,)]  # not an int grid: no launcher generated  # noqa: B018
+    for n in range(100):
+        direct[(n + 3,)](out, x, 40, BLOCK=16)
+    assert len(direct._grid_launchers) == 64
+    assert all(type(g) is int for grid in direct._grid_launchers for g in grid)
+    assert kinds(jit.calls)[1:] == ["direct"] * 102
+
+
+def test_disabling_drops_the_grid_launchers():
+    jit, direct = make()
+    out, x = torch.empty(40), torch.randn(40)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    assert direct._grid_launchers
+    jit.compiled[next(iter(jit.compiled))].refuse = True
+    direct[(2,)](out, x, 40, BLOCK=16)  # refused: disables, then binds through the JIT
+    assert not direct.enabled and not direct._grid_launchers
+    direct[(1,)](out, x, 40, BLOCK=16)
+    assert kinds(jit.calls)[-2:] == ["jit", "jit"]
+
+
+class CudaLauncher:
+    """Triton 3.6's compiled launcher, as it wraps its C ``launch`` (read on the H200 machine):
+    the wrapper allocates the scratch memory a kernel asks for and passes the rest through."""
+
+    def __init__(self, calls: list, scratch: int = 0) -> None:
+        self.calls = calls
+        self.global_scratch_size = scratch
+        self.profile_scratch_size = 0
+        self.launch_cooperative_grid = False
+        self.launch_pdl = True
+
+    def launch(self, *args):  # stands in for the C function
+        self.calls.append(args)
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+        scratch = "scratch" if self.global_scratch_size > 0 else None
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid,
+                    self.launch_pdl, scratch, None, *args)
+
+
+def test_on_triton_3_6_a_grid_launcher_calls_the_c_launcher_with_the_wrappers_arguments(monkeypatch):
+    import helion_triton.target as target
+    from helion_triton.launcher import _call_below_wrapper
+
+    monkeypatch.setattr(target, "triton_version", lambda: "3.6.0")
+    calls: list = []
+    run = CudaLauncher(calls)
+    call, head = _call_below_wrapper(run, "metadata")
+    assert call == run.launch
+    kernel_args = ("out", "x", 40, 16)
+    run(3, 1, 1, 77, "function", "metadata", None, None, None, *kernel_args)
+    call(3, 1, 1, 77, "function", *head, *kernel_args)
+    assert calls[0] == calls[1]
+    # a kernel with scratch memory, another Triton or another launcher keep the wrapper
+    for other, version in ((CudaLauncher(calls, scratch=64), "3.6.0"), (run, "3.9.0"), (object(), "3.6.0")):
+        monkeypatch.setattr(target, "triton_version", lambda v=version: v)
+        call, head = _call_below_wrapper(other, "metadata")
+        assert call is other and head == ("metadata", None, None, None)

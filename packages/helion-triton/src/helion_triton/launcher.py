@@ -17,6 +17,7 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import inspect
 import os
 import sys
 import tempfile
@@ -233,6 +234,8 @@ def _launch_key_of(value: Any) -> Any:
 
 
 _NOT_DIRECT = object()  # an argument the direct path does not know how to key: always bind
+_UNSET = object()  # a keyword the call did not pass
+_GRID_LAUNCHERS = 64  # distinct grids kept per kernel (a grid that varies with the sizes)
 
 
 def _hook_active(hook: Any) -> bool:
@@ -240,20 +243,71 @@ def _hook_active(hook: Any) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
+def _call_below_wrapper(run: Any, metadata: Any) -> tuple[Any, tuple]:
+    """(call, head): ``call(gx, gy, gz, stream, function, *head, *kernel_args)`` launches as
+    ``run(gx, gy, gz, stream, function, metadata, None, None, None, *kernel_args)`` does with no
+    profiler hooks. On Triton 3.6 (the version on the H200 machine, where it was checked) a
+    kernel that needs no scratch memory is launched by the compiled C launcher itself: its
+    Python wrapper only allocates scratch memory, and costs about a microsecond per call."""
+    plain = (run, (metadata, None, None, None))
+    from helion_triton.target import triton_version
+
+    if not triton_version().startswith("3.6.") or type(run).__name__ != "CudaLauncher":
+        return plain
+    try:
+        parameters = list(inspect.signature(type(run).__call__).parameters)
+        needs_scratch = run.global_scratch_size > 0 or run.profile_scratch_size > 0
+        flags = (run.launch_cooperative_grid, run.launch_pdl)
+        launch = run.launch
+    except (AttributeError, TypeError, ValueError):
+        return plain
+    if needs_scratch or parameters != ["self", "gridX", "gridY", "gridZ", "stream", "function", "args"]:
+        return plain
+    # Triton 3.6: launch(gx, gy, gz, stream, function, cooperative, pdl, global_scratch,
+    # profile_scratch, packed_metadata, launch_metadata, enter_hook, exit_hook, *kernel_args)
+    return launch, (*flags, None, None, metadata, None, None, None)
+
+
+def _key_source(value: Any, name: str) -> tuple[str, str] | None:
+    """(type test, key expression) giving `_launch_key_of` for values of ``value``'s kind."""
+    if isinstance(value, torch.Tensor):
+        return f"isinstance({name}, _Tensor)", f"({name}.dtype, {name}.data_ptr() & 15 == 0)"
+    kind = type(value)
+    if kind is int:
+        return f"type({name}) is _int", f"(_I32_LOW <= {name} < _I32_HIGH, {name} % 16 == 0, {name} == 1)"
+    if kind in (bool, float):
+        return f"type({name}) is _{kind.__name__}", f"_{kind.__name__}"
+    if value is None:
+        return f"{name} is None", "None"
+    return None
+
+
 class DirectLaunch:
     """Stands in for a generated module's ``@triton.jit`` kernel: ``kernel[grid](*args, **kw)``
-    binds through Triton the first time per specialization, then launches the compiled kernel."""
+    binds through Triton the first time per specialization, then launches the compiled kernel.
+
+    Once a direct launch has worked, ``kernel[grid]`` returns a launcher generated for that
+    grid and for the kinds of arguments the module's launcher passes (one Python function: the
+    type tests, the key, the lookup, the profiler-hook test and the launch), so a warm launch
+    costs one call above Triton's compiled launcher. Anything else takes `launch`."""
 
     def __init__(self, jit_function: Any, *, driver: Any = None, runtime_knobs: Any = None) -> None:
         import triton
 
         self.jit_function = jit_function
         self.fn = jit_function.fn
+        # launch key -> (compiled launcher, function handle, packed metadata, constexpr tail,
+        #                the grid launchers' call and the arguments it takes before the kernel's)
         self._entries: dict[Any, tuple] = {}
-        # after the first bind: the launch key for the argument types of that launch
-        self._fast_key: Any = _no_fast_key
+        self._grid_launchers: dict[tuple, Any] = {}
+        # (positional kinds, keyword names) of the first direct launch; None before it
+        self._signature: tuple[tuple, tuple[str, ...]] | None = None
+        self._lock = threading.Lock()
         driver = driver or triton.runtime.driver.active
         self._current_device = driver.get_current_device
+        if self._current_device is torch.cuda.current_device:
+            # the same answer without its Python frame and lazy-init check (done by then)
+            self._current_device = torch._C._cuda_getDevice
         self._current_stream = driver.get_current_stream
         if runtime_knobs is None:
             runtime_knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
@@ -262,30 +316,42 @@ class DirectLaunch:
         self.enabled = runtime_knobs is not None
 
     def __getitem__(self, grid: Any) -> Any:
+        launcher = self._grid_launchers.get(grid)
+        if launcher is not None:
+            return launcher
+        if self._signature is not None and self.enabled:
+            launcher = self._build_grid_launcher(grid)
+            if launcher is not None:
+                return launcher
         return functools.partial(self.launch, grid)
 
     def launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
         device = self._current_device()
-        key = self._fast_key(device, args)
-        if key is None:
-            key = (device, *map(_launch_key_of, args))
+        key = (device, *map(_launch_key_of, args))
         entry = self._entries.get(key)
         knobs = self._runtime_knobs
         enter, leave = (knobs.launch_enter_hook, knobs.launch_exit_hook) if entry else (None, None)
         if entry is None or _hook_active(enter) or _hook_active(leave):
             # first launch of this specialization, or a profiler hook wants the launch metadata
             return self._bind_and_launch(key, grid, args, kwargs)
-        run, function, metadata, tail = entry
+        run, function, metadata, tail = entry[:4]
         size = len(grid)
         try:
             run(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1,
                 self._current_stream(device), function, metadata, None, enter, leave, *args, *tail)
         except TypeError:
             # the compiled launcher takes other arguments in this Triton version: bind instead
-            self.enabled = False
-            self._entries.clear()
+            self._disable()
             return self.jit_function[grid](*args, **kwargs)
+        if self._signature is None:
+            with self._lock:
+                self._signature = (tuple(args), tuple(kwargs))
         return None
+
+    def _disable(self) -> None:
+        self.enabled = False
+        self._entries.clear()
+        self._grid_launchers.clear()
 
     def _bind_and_launch(self, key: Any, grid: Any, args: tuple, kwargs: dict) -> Any:
         kernel = self.jit_function[grid](*args, **kwargs)
@@ -294,47 +360,64 @@ class DirectLaunch:
         names = list(getattr(self.jit_function, "arg_names", ()))
         try:
             tail = tuple(kwargs[name] for name in names[len(args) :])
-            entry = (kernel.run, kernel.function, kernel.packed_metadata, tail)
+            call, head = _call_below_wrapper(kernel.run, kernel.packed_metadata)
+            entry = (kernel.run, kernel.function, kernel.packed_metadata, tail, call, head)
         except (KeyError, AttributeError):
-            self.enabled = False  # a parameter left to its default, or another CompiledKernel
+            self._disable()  # a parameter left to its default, or another CompiledKernel
             return kernel
-        if not self._entries:
-            self._fast_key = _compile_launch_key(args)
         self._entries[key] = entry
         return kernel
 
+    def _build_grid_launcher(self, grid: Any) -> Any:
+        """The launcher of ``grid`` for arguments of the first direct launch's kinds (None when
+        the grid or an argument is of a kind it does not handle)."""
+        if not isinstance(grid, tuple) or not 1 <= len(grid) <= 3 or any(type(g) is not int for g in grid):
+            return None
+        if len(self._grid_launchers) >= _GRID_LAUNCHERS:
+            return None
+        example, keywords = self._signature
+        names = [f"a{i}" for i in range(len(example))]
+        parts = [_key_source(value, name) for value, name in zip(example, names, strict=True)]
+        if any(part is None for part in parts) or any(not k.isidentifier() for k in keywords):
+            return None
+        tests = " and ".join(test for test, _ in parts) or "True"
+        key = ", ".join(["d", *(expression for _, expression in parts)])
+        dims = ", ".join(str(g) for g in (*grid, 1, 1)[:3])
+        params = ", ".join(names)
+        keyword_params = ", ".join(f"{k}=_UNSET" for k in keywords)
+        signature = ", ".join(p for p in (params, f"*, {keyword_params}" if keywords else "") if p)
+        keyword_dict = "{" + ", ".join(f"{k!r}: {k}" for k in keywords) + "}"
+        hooks = (
+            "(_knobs.launch_enter_hook is not None and _hook_active(_knobs.launch_enter_hook))"
+            " or (_knobs.launch_exit_hook is not None and _hook_active(_knobs.launch_exit_hook))"
+        )
+        source = f"""def launch({signature}):
+    if {tests}:
+        d = _device()
+        entry = _entries.get(({key},))
+        if entry is not None and not ({hooks}):
+            function, tail, call, head = entry[1], entry[3], entry[4], entry[5]
+            try:
+                return call({dims}, _stream(d), function, *head, {params}{',' if params else ''} *tail)
+            except TypeError:
+                _disable()  # as `launch` does: this Triton's launcher takes other arguments
+    return _general(_grid, ({params}{',' if len(names) == 1 else ''}), {keyword_dict})
+"""
+        scope = {
+            "_Tensor": torch.Tensor, "_int": int, "_bool": bool, "_float": float,
+            "_I32_LOW": _I32[0], "_I32_HIGH": _I32[1], "_UNSET": _UNSET, "_grid": grid,
+            "_device": self._current_device, "_stream": self._current_stream, "_entries": self._entries,
+            "_knobs": self._runtime_knobs, "_hook_active": _hook_active, "_general": self._general,
+            "_disable": self._disable,
+        }
+        exec(compile(source, f"<helion direct launch of {self.fn.__name__}>", "exec"), scope)
+        launcher = scope["launch"]
+        with self._lock:
+            return self._grid_launchers.setdefault(grid, launcher)
 
-def _no_fast_key(device: Any, args: tuple) -> None:
-    return None
-
-
-def _compile_launch_key(args: tuple) -> Any:
-    """The launch key of `_launch_key_of` for arguments of these exact types, as one generated
-    expression (no call per argument): None when a type differs, and the caller keys the general
-    way. A generated launcher passes the same kinds of values on every call."""
-    tests = [f"len(a) == {len(args)}"]
-    parts = ["d"]
-    for index, arg in enumerate(args):
-        value = f"a[{index}]"
-        kind = type(arg)
-        if kind is torch.Tensor:
-            tests.append(f"type({value}) is _Tensor")
-            parts.append(f"({value}.dtype, {value}.data_ptr() & 15 == 0)")
-        elif kind is int:
-            tests.append(f"type({value}) is _int")
-            parts.append(f"(_I32_LOW <= {value} < _I32_HIGH, {value} % 16 == 0, {value} == 1)")
-        elif kind in (bool, float):
-            tests.append(f"type({value}) is _{kind.__name__}")
-            parts.append(f"_{kind.__name__}")
-        elif arg is None:
-            tests.append(f"{value} is None")
-            parts.append("None")
-        else:
-            return _no_fast_key
-    source = f"def key(d, a):\n    return ({', '.join(parts)},) if {' and '.join(tests)} else None\n"
-    scope = {"_Tensor": torch.Tensor, "_int": int, "_bool": bool, "_float": float, "_I32_LOW": _I32[0], "_I32_HIGH": _I32[1]}
-    exec(compile(source, "<helion launch key>", "exec"), scope)
-    return scope["key"]
+    def _general(self, grid: tuple, args: tuple, keywords: dict) -> Any:
+        """A grid launcher's call it does not handle: through `launch`."""
+        return self.launch(grid, *args, **{k: v for k, v in keywords.items() if v is not _UNSET})
 
 
 def use_direct_launch(module: ModuleType, kernel_name: str) -> None:
