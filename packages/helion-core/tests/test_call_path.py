@@ -98,3 +98,34 @@ def test_guards_use_identity_only_for_arguments_themselves():
     assert not variant.matches_call(wrong_out, (x, y, 1.0))
     # the general check agrees
     assert variant.matches(values) and not variant.matches(other) and not variant.matches(wrong_out)
+
+
+def test_a_warm_kernel_still_hands_autograd_and_dispatch_modes_to_the_custom_op(monkeypatch):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from helion.runtime import torch_integration
+
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    scaled_add(x, y, 1.0)  # warm: the key function exists, the bound kernel is active
+    through_op = []
+
+    def recording(kernel, args):
+        through_op.append(args)
+        return kernel._call_direct(args)
+
+    monkeypatch.setattr(torch_integration, "call_custom_op", recording)
+    leaf = torch.randn(37, requires_grad=True)
+    scaled_add(leaf, y, 1.0)
+    assert len(through_op) == 1
+    with torch.no_grad():  # no graph to record: the warm path
+        torch.testing.assert_close(scaled_add(leaf, y, 1.0), leaf + y)
+    assert len(through_op) == 1
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        scaled_add(x, y, 1.0)
+    assert len(through_op) == 2

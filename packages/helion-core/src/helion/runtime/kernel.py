@@ -134,21 +134,29 @@ class Kernel:
             return torch_integration.call_compiling(self, args, kwargs)
         if kwargs or len(args) != self._arity:
             args = self.normalize_args(*args, **kwargs)
+        settings = self.settings
+        fast = self._fast_keys.get(settings.static_shapes)
+        # None: arguments of other types than the first call's, or a call for the custom op
+        key = fast(args) if fast is not None else self._first_fast_key(args)
+        if key is not None and settings.ref_mode is not RefMode.EAGER:
+            bound = self._bound.get(key)
+            if bound is not None and bound._active_keyed is not None:
+                return bound._active_keyed(*args)
+        return self._call_general(args, key)
+
+    def _call_general(self, args: tuple, key: Hashable | None) -> Any:
+        """`__call__` past the warm path: the custom op, eager mode, a first call, new types."""
         if torch_integration.needs_custom_op(args):
             # autograd must record the call, or a dispatch mode (fake tensors, make_fx) is on
             return torch_integration.call_custom_op(self, args)
-        settings = self.settings
-        if settings.ref_mode == RefMode.EAGER:
+        if self.settings.ref_mode == RefMode.EAGER:
             from helion.eager import run_eager
 
             return run_eager(self, args)
-        fast = self._fast_keys.get(settings.static_shapes)
-        key = fast(args) if fast is not None else self._first_fast_key(args)
         bound = self._bound.get(key) if key is not None else None
         if bound is None:
             bound = self.bind(args)
-        run = bound._active_keyed
-        return run(*args) if run is not None else bound._call_keyed(args)
+        return bound._call_keyed(args)
 
     def _first_fast_key(self, args: tuple) -> Hashable | None:
         """Build the key function for the argument types of this call (see `_compile_key_function`)."""
@@ -261,29 +269,42 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
 
 def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashable | None]:
     """`Kernel.specialization_key` for arguments of the types in ``args``, as one generated
-    expression: the same key `_arg_key` gives, without a call and type tests per argument.
+    expression: the same key `_arg_key` gives, without a call and type tests per argument; or
+    None where `Kernel.__call__` must not take its warm path.
 
     Tensors (exactly `torch.Tensor`, with static shapes) and plain bools, ints and floats are
     inlined behind an exact type test; any other argument calls `_arg_key`. When a test fails
     (an argument of another type than the first call's) the function returns None and the
-    caller takes the general path, so the two never give different keys for one call."""
+    caller takes the general path, so the two never give different keys for one call. It also
+    returns None when the call needs the custom op (`torch_integration.needs_custom_op`): with
+    every argument inlined, that test is inlined too (the ``requires_grad`` of each tensor)."""
     tests: list[str] = []
     parts: list[str] = []
+    grads: list[str] = []
     for index, arg in enumerate(args):
         value = f"a[{index}]"
         kind = type(arg)
         if kind is torch.Tensor and static:
             tests.append(f"type({value}) is _Tensor")
             parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
+            grads.append(f"{value}.requires_grad")
         elif kind in (bool, int, float):
             tests.append(f"type({value}) is _{kind.__name__}")
             parts.append(f"_{kind.__name__}")
         else:
             parts.append(f"_arg_key({value}, {static})")
+    if len(tests) == len(args):
+        grad = f"(_grad_enabled() and ({' or '.join(grads)}))" if grads else "False"
+        tests.append(f"not (_dispatch_depth() or {grad})")
+    else:
+        tests.append("not _needs_custom_op(a)")
     body = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
-    test = " and ".join(tests) or "True"
-    source = f"def key(a):\n    return {body} if {test} else None\n"
-    scope = {"_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float, "_arg_key": _arg_key}
+    source = f"def key(a):\n    return {body} if {' and '.join(tests)} else None\n"
+    scope = {
+        "_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float, "_arg_key": _arg_key,
+        "_grad_enabled": torch.is_grad_enabled, "_dispatch_depth": torch._C._len_torch_dispatch_stack,
+        "_needs_custom_op": torch_integration.needs_custom_op,
+    }
     exec(compile(source, "<helion specialization key>", "exec"), scope)
     return scope["key"]
 
