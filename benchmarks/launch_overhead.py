@@ -66,7 +66,7 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         "  torch.empty_like(x)": per_call_us(lambda: torch.empty_like(x)),
     }
     if direct is not None and direct._entries:
-        run, function, metadata, tail = next(iter(direct._entries.values()))
+        run, function, metadata, tail, call, head = next(iter(direct._entries.values()))
         recorded: dict[str, object] = {}
         original = direct.launch
 
@@ -82,9 +82,12 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         size = len(grid)
         g = (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)
         rows["  DirectLaunch.launch(grid, ...)"] = per_call_us(lambda: direct.launch(grid, *args, **kwargs))
+        rows["  DirectLaunch[grid](...)"] = per_call_us(lambda: direct[grid](*args, **kwargs))
         rows["  triton compiled run alone"] = per_call_us(
             lambda: run(*g, stream, function, metadata, None, None, None, *args, *tail)
         )
+        if call is not run:
+            rows["  triton's C launcher alone"] = per_call_us(lambda: call(*g, stream, function, *head, *args, *tail))
     return rows
 
 
@@ -127,10 +130,11 @@ def main() -> int:
         rows["empty CUDA kernel (cupy)"] = per_call_us(lambda: empty_cuda((1,), (1,), ()))
     except Exception as error:  # cupy is optional
         print(f"(no cupy baseline: {error})")
-    rows.update(_breakdown(x, y))
     print(f"{'call':32} {'host us/call':>12}")
     for name, us in rows.items():
-        print(f"{name:32} {us:12.2f}")
+        print(f"{name:32} {us:12.2f}", flush=True)
+    for name, us in _breakdown(x, y).items():  # printed after the totals: a failure keeps them
+        print(f"{name:32} {us:12.2f}", flush=True)
     return 0
 
 

@@ -135,8 +135,17 @@ def test_looped_and_persistent_reductions():
     looped = run_and_check(
         bound, {"block_sizes": [2], "reduction_loops": [64]}, (x,), x.sum(-1), 1e-3
     )
-    assert "for roffset_1 in tl.range(0, 1000, _RDIM_SIZE_1):" in looped
+    # 15 full chunks loop without a mask; the partial 16th follows with one
+    assert "for roffset_1 in tl.range(0, 960, _RDIM_SIZE_1):" in looped
+    assert "roffset_1 = 960" in looped and looped.count("rmask_1 = ") == 1
+    loop_body = looped.split("for roffset_1")[1].split("roffset_1 = 960")[0]
+    assert "rmask" not in loop_body
     assert "_RDIM_SIZE_1=64" in looped
+    # a chunk that divides the row: one loop, no mask
+    dividing = run_and_check(
+        bound, {"block_sizes": [2], "reduction_loops": [8]}, (x,), x.sum(-1), 1e-3
+    )
+    assert "for roffset_1 in tl.range(0, 1000, _RDIM_SIZE_1):" in dividing and "rmask" not in dividing
     persistent = run_and_check(
         bound, {"block_sizes": [2], "reduction_loops": [None]}, (x,), x.sum(-1), 1e-3
     )
@@ -148,8 +157,10 @@ def test_looped_and_persistent_reductions():
 def test_looped_reduction_fuses_independent_sums():
     x, w, b = torch.randn(11, 37), torch.randn(37), torch.randn(37)
     source = bind(K.layer_norm, x, w, b).to_code({"block_sizes": [4], "reduction_loops": [16]})
-    # mean, variance (needs the mean) and the normalized store: three passes over the row
-    assert source.count("in tl.range(0, 37, _RDIM_SIZE_1)") == 3
+    # mean, variance (needs the mean) and the normalized store: three passes over the row, each
+    # over the two full chunks and then the partial one
+    assert source.count("in tl.range(0, 32, _RDIM_SIZE_1)") == 3
+    assert source.count("= 32  # the partial chunk") == 3
 
 
 def test_masks_only_where_needed():

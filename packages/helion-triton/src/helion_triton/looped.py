@@ -163,14 +163,15 @@ def emit_group(cg: KernelCodegen, group: ChunkGroup | OnlineSum, block: Block) -
     for fused in group.online:
         _init_online_sum(cg, fused)
     offset = cg.fresh(f"roffset_{group.block_id}")
-    cg.used_constexprs.add(info.symbol.name)
-    cg.emit(f"for {offset} in tl.range(0, {size}, {info.symbol.name}):")
+    chunk = info.symbol.name
+    cg.used_constexprs.add(chunk)
     saved_exprs = dict(cg.exprs)
-    with cg.indented():
+
+    def chunk_body(masked: bool) -> None:
         index = cg.fresh(f"rindex_{group.block_id}")
-        cg.emit(f"{index} = {offset} + tl.arange(0, {info.symbol.name})")
+        cg.emit(f"{index} = {offset} + tl.arange(0, {chunk})")
         mask = None
-        if size % group.chunk:
+        if masked:
             mask = cg.fresh(f"rmask_{group.block_id}")
             cg.emit(f"{mask} = {index} < {size}")
         cg.rdims[group.block_id] = RdimVars(index, mask, offset)
@@ -188,7 +189,22 @@ def emit_group(cg: KernelCodegen, group: ChunkGroup | OnlineSum, block: Block) -
             amax_state = next(s for n, s in zip(group.sinks, states, strict=True) if n is fused.amax)
             _update_online_sum(cg, fused, amax_state)
         del cg.rdims[group.block_id]
-    cg.exprs = saved_exprs
+        cg.exprs = dict(saved_exprs)  # nothing computed on a chunk outlives it
+
+    # A chunk that does not divide the row: the full chunks loop without masks (a compare and
+    # a select per element fewer, for a loop that is issue-bound once it streams at full rate)
+    # and the last, partial chunk follows the loop with its mask.
+    full = size - size % group.chunk
+    if size % group.chunk and full > 0:
+        cg.emit(f"for {offset} in tl.range(0, {full}, {chunk}):")
+        with cg.indented():
+            chunk_body(masked=False)
+        cg.emit(f"{offset} = {full}  # the partial chunk")
+        chunk_body(masked=True)
+    else:
+        cg.emit(f"for {offset} in tl.range(0, {size}, {chunk}):")
+        with cg.indented():
+            chunk_body(masked=size % group.chunk != 0)
     for sink, state in zip(group.sinks, states, strict=False):
         if state is not None:
             previous, cg.node = cg.node, sink
