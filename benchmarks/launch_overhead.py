@@ -3,6 +3,11 @@ launch of the same add and an empty CUDA kernel, all measured in this run.
 
     python benchmarks/launch_overhead.py
 
+The totals are measured round-robin (each row a batch of calls in turn, seven rounds, the best
+round kept), so a host that slows down mid-run slows every row alike. "helion, Triton's
+wrapper" is the same kernel launched through Triton's Python wrapper of its compiled launcher
+where the direct path would call the C launcher itself (Triton 3.6).
+
 Host time per call = wall time of N back-to-back calls / N (the GPU work is tiny, so the host is
 the bottleneck); the call path of a warm Helion kernel is key lookup + argument binding + launch.
 """
@@ -26,18 +31,32 @@ def tiny_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel(config=helion.Config(block_sizes=[128]))
+def tiny_add_via_wrapper(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + y[tile]
+    return out
+
+
 def per_call_us(fn, n: int = 5000) -> float:
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(n):
+    return round_robin_us({"": fn}, n)[""]
+
+
+def round_robin_us(fns: dict, n: int = 3000, rounds: int = 7) -> dict:
+    for fn in fns.values():
+        for _ in range(200):
             fn()
-        elapsed = time.perf_counter() - start
-        torch.cuda.synchronize()
-        best = min(best, elapsed / n * 1e6)
+    torch.cuda.synchronize()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            elapsed = time.perf_counter() - start
+            torch.cuda.synchronize()
+            best[name] = min(best[name], elapsed / n * 1e6)
     return best
 
 
@@ -56,8 +75,8 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
     tiny_add(x, y)
     variant.compiled = compiled
     values = captured["values"]
-    direct = next(
-        (v for v in vars(compiled.module).values() if type(v).__name__ == "DirectLaunch"), None
+    name, direct = next(
+        ((n, v) for n, v in vars(compiled.module).items() if type(v).__name__ == "DirectLaunch"), (None, None)
     )
     rows = {
         "  tiny_add.bind((x, y)) (key)": per_call_us(lambda: tiny_add.bind((x, y))),
@@ -65,29 +84,41 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         "  compiled launcher (values)": per_call_us(lambda: compiled(*values)),
         "  torch.empty_like(x)": per_call_us(lambda: torch.empty_like(x)),
     }
-    if direct is not None and direct._entries:
-        run, function, metadata, tail, call, head = next(iter(direct._entries.values()))
-        recorded: dict[str, object] = {}
-        original = direct.launch
+    if direct is None:
+        print("(no DirectLaunch in the module: the JIT path launches)")
+        return rows
+    print(f"(DirectLaunch: enabled={direct.enabled}, {len(direct._entries)} entries, "
+          f"grid launchers for {list(direct._grid_launchers)})")
+    if not direct._entries:
+        return rows
+    run, function, metadata, tail, call, head = next(iter(direct._entries.values()))
+    recorded: dict[str, object] = {}
 
-        def record(grid: object, *args: object, **kwargs: object) -> object:
-            recorded["call"] = (grid, args, kwargs)
-            return original(grid, *args, **kwargs)
+    class Recorder:  # stands in for the kernel in the module for one launch
+        def __getitem__(self, grid: object) -> object:
+            def launch(*args: object, **kwargs: object) -> object:
+                recorded["call"] = (grid, args, kwargs)
+                return direct[grid](*args, **kwargs)
 
-        direct.launch = record
+            return launch
+
+    setattr(compiled.module, name, Recorder())
+    try:
         compiled(*values)
-        direct.launch = original
-        grid, args, kwargs = recorded["call"]
-        stream = torch.cuda.current_stream().cuda_stream
-        size = len(grid)
-        g = (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)
-        rows["  DirectLaunch.launch(grid, ...)"] = per_call_us(lambda: direct.launch(grid, *args, **kwargs))
-        rows["  DirectLaunch[grid](...)"] = per_call_us(lambda: direct[grid](*args, **kwargs))
-        rows["  triton compiled run alone"] = per_call_us(
-            lambda: run(*g, stream, function, metadata, None, None, None, *args, *tail)
-        )
-        if call is not run:
-            rows["  triton's C launcher alone"] = per_call_us(lambda: call(*g, stream, function, *head, *args, *tail))
+    finally:
+        setattr(compiled.module, name, direct)
+    grid, args, kwargs = recorded["call"]
+    stream = torch.cuda.current_stream().cuda_stream
+    size = len(grid)
+    g = (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)
+    rows["  DirectLaunch.launch(grid, ...)"] = per_call_us(lambda: direct.launch(grid, *args, **kwargs))
+    rows["  DirectLaunch[grid](...)"] = per_call_us(lambda: direct[grid](*args, **kwargs))
+    rows["  triton compiled run alone"] = per_call_us(
+        lambda: run(*g, stream, function, metadata, None, None, None, *args, *tail)
+    )
+    if call is not run:
+        rows["  triton's C launcher alone"] = per_call_us(lambda: call(*g, stream, function, *head, *args, *tail))
+    print(f"(after the breakdown: enabled={direct.enabled}, grid launchers for {list(direct._grid_launchers)})")
     return rows
 
 
@@ -117,19 +148,31 @@ def main() -> int:
         raw_add[(triton.cdiv(1000, 128),)](x, y, out, 1000, BLOCK=128)
         return out
 
-    rows = {
-        "helion tiny_add(x, y)": per_call_us(lambda: tiny_add(x, y)),
-        "raw triton add + empty_like": per_call_us(triton_call),
-        "empty triton kernel": per_call_us(lambda: empty_kernel[(1,)](x)),
-        "torch x + y (eager)": per_call_us(lambda: x + y),
+    import helion_triton.launcher as launcher
+
+    below = launcher._call_below_wrapper
+    launcher._call_below_wrapper = lambda run, metadata: (run, (metadata, None, None, None))
+    try:
+        for _ in range(3):  # bind, the first direct launch, a grid launcher: all with the wrapper
+            tiny_add_via_wrapper(x, y)
+    finally:
+        launcher._call_below_wrapper = below
+    fns = {
+        "helion tiny_add(x, y)": lambda: tiny_add(x, y),
+        "helion, Triton's wrapper": lambda: tiny_add_via_wrapper(x, y),
+        "raw triton add + empty_like": triton_call,
+        "empty triton kernel": lambda: empty_kernel[(1,)](x),
+        "torch x + y (eager)": lambda: x + y,
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
     }
     try:
         import cupy
 
         empty_cuda = cupy.RawKernel('extern "C" __global__ void empty() {}', "empty")
-        rows["empty CUDA kernel (cupy)"] = per_call_us(lambda: empty_cuda((1,), (1,), ()))
+        fns["empty CUDA kernel (cupy)"] = lambda: empty_cuda((1,), (1,), ())
     except Exception as error:  # cupy is optional
         print(f"(no cupy baseline: {error})")
+    rows = round_robin_us(fns)
     print(f"{'call':32} {'host us/call':>12}")
     for name, us in rows.items():
         print(f"{name:32} {us:12.2f}", flush=True)
