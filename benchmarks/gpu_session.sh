@@ -62,7 +62,7 @@ case "$phase" in
       --effort quick --skip-compile --json "$out/run_compute.json" --plot "$out/run_compute.png"
     ;;
   misses)  # the memory-bound rows that missed a target last time, each with every baseline
-    step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-add,rope,cross_entropy,embedding_32k}" \
+    step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-rope,geglu,embedding}" \
       --effort quick --json "$out/run_misses.json"
     ;;
   overhead)  # host time per call
