@@ -11,6 +11,8 @@
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
 #   bash benchmarks/gpu_session.sh profile OUT   # ncu sections of BENCH under CONFIG (benchmarks/profile_config.py)
+#   bash benchmarks/gpu_session.sh compare OUT   # BENCH under CONFIG next to torch.compile's kernel: sources,
+#                                                # SASS opcode counts, ncu sections (benchmarks/compare_compiled.py)
 #
 # Logs and JSON go to OUT; a failing step is reported and the next one still runs.
 set -uo pipefail
@@ -75,6 +77,15 @@ case "$phase" in
       --section LaunchStats --section ComputeWorkloadAnalysis \
       python3 benchmarks/profile_config.py "$BENCH" "$CONFIG"
     ;;
+  compare)  # BENCH=geglu CONFIG='{"block_sizes": [1, 2048]}' bash benchmarks/gpu_session.sh compare OUT
+    rm -rf "/tmp/tcache_$BENCH"
+    TAIL=60 TRITON_CACHE_DIR="/tmp/tcache_$BENCH" step "sass_$BENCH" 300 \
+      python3 benchmarks/compare_compiled.py "$BENCH" "$CONFIG" --out "$out/cmp_$BENCH" --sass
+    TAIL=120 step "ncu_cmp_$BENCH" 240 ncu --nvtx --nvtx-include "profile/" --section SpeedOfLight \
+      --section InstructionStats --section WarpStateStats --section Occupancy --section LaunchStats \
+      --section MemoryWorkloadAnalysis python3 benchmarks/compare_compiled.py "$BENCH" "$CONFIG" \
+      --out "$out/cmp_$BENCH" --repeat 1
+    ;;
   sweep)  # static_shapes=False over 8 row counts, one tuned config each
     step sweep 540 python3 benchmarks/run.py --kernels '' --sweep add,softmax,rms_norm,layer_norm,swiglu,geglu \
       --effort quick --json "$out/sweep.json"
@@ -82,6 +93,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|overhead|profile|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|overhead|profile|compare|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status

@@ -120,6 +120,11 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
     )
     if call is not run:
         rows["  triton's C launcher alone"] = per_call_us(lambda: call(*g, stream, function, *head, *args, *tail))
+        # what the grid launchers pass: addresses, not tensors (no data_ptr call, no driver query)
+        addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
+        rows["  C launcher, tensor addresses"] = per_call_us(
+            lambda: call(*g, stream, function, *head, *addresses, *tail)
+        )
     print(f"(after the breakdown: enabled={direct.enabled}, grid launchers for {list(direct._grid_launchers)})")
     return rows
 

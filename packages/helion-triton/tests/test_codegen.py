@@ -173,6 +173,43 @@ def test_masks_only_where_needed():
     assert "mask_1" not in partial
 
 
+def _gelu_gate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(a)
+    for tile in hl.tile(out.size()):
+        out[tile] = torch.tanh(a[tile] * 2.0) * b[tile]
+    return out
+
+
+def _load_store_load(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        x[tile] = x[tile] * 2.0
+        out[tile] = x[tile] + y[tile]
+    return out
+
+
+def test_loads_are_issued_before_the_math():
+    a, b = torch.randn(19, 45), torch.randn(19, 45)
+    source = run_and_check(bind(_gelu_gate, a, b), {"block_sizes": [8, 16]}, (a, b), torch.tanh(a * 2.0) * b)
+    lines = source.splitlines()
+    loads = [i for i, line in enumerate(lines) if "tl.load(" in line]
+    tanh = next(i for i, line in enumerate(lines) if line.startswith("    ") and "tanh(" in line)
+    assert len(loads) == 2 and max(loads) < tanh, source
+
+
+def test_a_load_is_not_moved_above_a_store():
+    x, y = torch.randn(37), torch.randn(37)
+    expected = (x * 2.0 + y, x * 2.0)
+    x_in = x.clone()
+    source = run_and_check(bind(_load_store_load, x_in, y), {"block_sizes": [16]}, (x_in, y), expected[0])
+    torch.testing.assert_close(x_in, expected[1])
+    lines = source.splitlines()
+    store_x = next(i for i, line in enumerate(lines) if "tl.store(x +" in line)
+    later_loads = [i for i, line in enumerate(lines) if "tl.load(" in line and i > store_x]
+    # the second read of x (and the read of y, which could move) stay after the store to x
+    assert len(later_loads) == 2, source
+
+
 def test_eviction_policies_and_launch_options():
     x, y = torch.randn(37, 29), torch.randn(37, 29)
     config = {
@@ -334,6 +371,19 @@ def test_seed_configs_are_valid(fn, args):
         assert sorted(s["num_warps"] for s in looped if s["reduction_loops"] == [2048]) == [4, 8]
         wide = [s for s in looped if s["reduction_loops"] == [4096]]
         assert [(s["num_warps"], s["num_stages"]) for s in wide] == [(4, 3)]
+
+
+def test_pointwise_seeds_walk_memory_contiguously():
+    # the first dim of a loop order varies fastest: the contiguous one, whichever it is
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    row_major = bind(K.add, x, y).seed_configs()
+    assert {tuple(map(tuple, s["loop_orders"])) for s in row_major} == {((1, 0),)}
+    xt, yt = torch.randn(29, 37).t(), torch.randn(29, 37).t()
+    bound = bind(K.add, xt, yt)
+    column_major = bound.seed_configs()
+    assert {tuple(map(tuple, s["loop_orders"])) for s in column_major} == {((0, 1),)}
+    for seed in column_major:
+        torch.testing.assert_close(bound.compile_config(seed)(xt, yt), xt + yt)
 
 
 def attention_like(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

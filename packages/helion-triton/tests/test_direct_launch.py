@@ -182,6 +182,30 @@ def test_grids_that_are_not_small_int_tuples_or_too_many_use_the_general_path():
     assert kinds(jit.calls)[1:] == ["direct"] * 102
 
 
+class CudaLike(torch.Tensor):
+    """A CPU tensor that says it is on a CUDA device, for the grid launchers' CUDA-only path."""
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+
+def test_a_grid_launcher_passes_cuda_tensors_as_their_addresses():
+    jit, direct = make()
+    out, x = torch.empty(40).as_subclass(CudaLike), torch.randn(40).as_subclass(CudaLike)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)  # through the grid launcher
+    assert kinds(jit.calls) == ["jit", "direct", "direct"]
+    general, launched = jit.calls[1][2], jit.calls[2][2]
+    assert general[9:11] == (out, x)  # the general path passes the tensors, as Triton's wrapper does
+    assert launched[9:11] == (out.data_ptr(), x.data_ptr()) and launched[11:] == general[11:]
+    # a tensor that is not on the GPU takes the general path (whose launch Triton checks)
+    cpu = torch.randn(40)
+    direct[(1,)](out, cpu, 40, BLOCK=16)
+    assert jit.calls[-1][2][10] is cpu
+
+
 def test_disabling_drops_the_grid_launchers():
     jit, direct = make()
     out, x = torch.empty(40), torch.randn(40)

@@ -198,6 +198,44 @@ class GeneratedKernel:
     uses_barrier: bool
 
 
+def loads_first(nodes: list[Node], fixed: Container[int] = frozenset()) -> list[Node]:
+    """The emission order of a block: each load moved up past the nodes before it that neither
+    compute one of its operands nor have an effect (a store, an atomic, a region, opaque code),
+    keeping the loads in their own order. Every load of a straight run is then issued before
+    the math on the first one: ptxas does not move a load across the branches of e.g.
+    ``libdevice.tanh``, so geglu written ``gelu(a[t]) * b[t]`` used to wait for ``a`` before
+    reading ``b``. Nodes in ``fixed`` (the looped reductions' groups) stay put and are not
+    passed."""
+    order: list[Node] = []
+    for node in nodes:
+        position = len(order)
+        if node.op.memory == "load" and id(node) not in fixed:
+            operands = {id(v) for v in _values_in(node.inputs)}
+            while position > 0:
+                before = order[position - 1]
+                op = before.op
+                if (
+                    op.memory is not None
+                    or op.side_effects
+                    or op.structural
+                    or op.opaque
+                    or id(before) in fixed
+                    or any(id(out) in operands for out in before.outputs)
+                ):
+                    break
+                position -= 1
+        order.insert(position, node)
+    return order
+
+
+def _values_in(operands: Any) -> Iterator[Value]:
+    for operand in operands:
+        if isinstance(operand, Value):
+            yield operand
+        elif isinstance(operand, (list, tuple)):
+            yield from _values_in(operand)
+
+
 def resolve_blocks(
     ir: KernelIR, block_sizes: Sequence[int], reduction_loops: Sequence[Any], rdim_infeasible: Container[int]
 ) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
@@ -598,7 +636,7 @@ class KernelCodegen:
 
     def emit_block(self, block: Block) -> None:
         skip, starts = looped.plan(self, block)
-        for node in block.nodes:
+        for node in loads_first(block.nodes, fixed=skip | set(starts)):
             group = starts.get(id(node))
             if group is not None:
                 looped.emit_group(self, group, block)

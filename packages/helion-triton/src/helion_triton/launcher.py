@@ -268,17 +268,30 @@ def _call_below_wrapper(run: Any, metadata: Any) -> tuple[Any, tuple]:
     return launch, (*flags, None, None, metadata, None, None, None)
 
 
-def _key_source(value: Any, name: str) -> tuple[str, str] | None:
-    """(type test, key expression) giving `_launch_key_of` for values of ``value``'s kind."""
+def _key_source(value: Any, name: str) -> tuple[str, str, str] | None:
+    """(type test, key expression, what the launcher is passed) for values of ``value``'s kind:
+    the key is `_launch_key_of`'s. A CUDA tensor is passed as its address, read once for the
+    key's alignment test too: given the tensor, Triton's launcher would call its ``data_ptr``
+    again and ask the driver whether the address is device memory (``cuPointerGetAttribute``),
+    which ``is_cuda`` answers here. Tensors elsewhere take the general path, whose launch
+    reports a CPU tensor as Triton does."""
     if isinstance(value, torch.Tensor):
-        return f"isinstance({name}, _Tensor)", f"({name}.dtype, {name}.data_ptr() & 15 == 0)"
+        pointer = f"{name}.data_ptr()"
+        return (
+            f"isinstance({name}, _Tensor) and {name}.is_cuda",
+            f"({name}.dtype, _p_{name} & 15 == 0)",
+            f"_p_{name}",
+        ) if value.is_cuda else (
+            f"isinstance({name}, _Tensor)", f"({name}.dtype, {pointer} & 15 == 0)", name
+        )
     kind = type(value)
     if kind is int:
-        return f"type({name}) is _int", f"(_I32_LOW <= {name} < _I32_HIGH, {name} % 16 == 0, {name} == 1)"
+        key = f"(_I32_LOW <= {name} < _I32_HIGH, {name} % 16 == 0, {name} == 1)"
+        return f"type({name}) is _int", key, name
     if kind in (bool, float):
-        return f"type({name}) is _{kind.__name__}", f"_{kind.__name__}"
+        return f"type({name}) is _{kind.__name__}", f"_{kind.__name__}", name
     if value is None:
-        return f"{name} is None", "None"
+        return f"{name} is None", "None", name
     return None
 
 
@@ -380,8 +393,14 @@ class DirectLaunch:
         parts = [_key_source(value, name) for value, name in zip(example, names, strict=True)]
         if any(part is None for part in parts) or any(not k.isidentifier() for k in keywords):
             return None
-        tests = " and ".join(test for test, _ in parts) or "True"
-        key = ", ".join(["d", *(expression for _, expression in parts)])
+        tests = " and ".join(test for test, _, _ in parts) or "True"
+        key = ", ".join(["d", *(expression for _, expression, _ in parts)])
+        passed = "".join(f"{value}, " for _, _, value in parts)
+        pointers = "".join(
+            f"\n        _p_{name} = {name}.data_ptr()"
+            for (_, _, value), name in zip(parts, names, strict=True)
+            if value == f"_p_{name}"
+        )
         dims = ", ".join(str(g) for g in (*grid, 1, 1)[:3])
         params = ", ".join(names)
         keyword_params = ", ".join(f"{k}=_UNSET" for k in keywords)
@@ -392,13 +411,13 @@ class DirectLaunch:
             " or (_knobs.launch_exit_hook is not None and _hook_active(_knobs.launch_exit_hook))"
         )
         source = f"""def launch({signature}):
-    if {tests}:
+    if {tests}:{pointers}
         d = _device()
         entry = _entries.get(({key},))
         if entry is not None and not ({hooks}):
             function, tail, call, head = entry[1], entry[3], entry[4], entry[5]
             try:
-                return call({dims}, _stream(d), function, *head, {params}{',' if params else ''} *tail)
+                return call({dims}, _stream(d), function, *head, {passed}*tail)
             except TypeError:
                 _disable()  # as `launch` does: this Triton's launcher takes other arguments
     return _general(_grid, ({params}{',' if len(names) == 1 else ''}), {keyword_dict})

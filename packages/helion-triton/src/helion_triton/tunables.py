@@ -17,6 +17,7 @@ from typing import Sequence
 from helion import exc
 from helion.autotuner.config_fragment import EnumFragment
 from helion.ir.core import KernelIR
+from helion.ir.core import TileType
 from helion.language import _ops as ops
 from helion.runtime.config import Config
 from helion_triton.analysis import KernelAnalysis
@@ -417,7 +418,41 @@ def _pointwise_seeds(ir: KernelIR, spec: Any, slice_lanes: int = 1) -> list[dict
             sizes[index] = size
             budget = max(1, budget // size)
         seeds.append({"block_sizes": sizes, "num_warps": warps})
+    orders = contiguous_loop_orders(ir)
+    if orders and len(orders) == spec.length("loop_orders"):
+        for seed in seeds:
+            seed["loop_orders"] = orders
     return seeds
+
+
+def contiguous_loop_orders(ir: KernelIR) -> list[list[int]]:
+    """A ``loop_orders`` entry per loop of several dims: its dims by the stride they step in the
+    largest tensor they index, smallest first (the first of an order varies fastest, across
+    programs and across the lanes of a flattened loop), so neighbouring programs touch
+    neighbouring memory. The default order walks the first dim fastest; for rope's
+    ``[batch, seq, heads, head_dim]`` (batch 4) neighbouring programs were then 32 MB apart, and
+    seq-fastest ran 2.3% faster on an H200 (3.865 against 3.778 TB/s)."""
+    steps: dict[int, tuple[int, int]] = {}  # block id -> (numel of the tensor, stride)
+    for memory in ir.memory_ops():
+        tensor = memory.tensor
+        numel = math.prod(tensor.shape)
+        dim = 0
+        for item in memory.node.attrs.get("items", ()):
+            if item[0] == "none":
+                continue
+            if item[0] == "tile" and dim < len(tensor.stride):
+                value = memory.node.inputs[item[1]]
+                block_id = value.type.block_id if isinstance(value.type, TileType) else None
+                if block_id is not None:
+                    candidate = (numel, -int(tensor.stride[dim]))
+                    steps[block_id] = max(steps.get(block_id, candidate), candidate)
+            dim += 1
+    orders = []
+    for loop in ir.loops:
+        if len(loop.block_ids) > 1:
+            strides = [-steps[b][1] if b in steps else math.inf for b in loop.block_ids]
+            orders.append(sorted(range(len(strides)), key=strides.__getitem__))
+    return orders
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,190 @@
+"""Time variants of a memory-bound kernel against each other and torch.compile, in one run (GPU
+only): the questions that a quick autotune cannot answer, because they are about the generated
+code or the way the kernel is written, not its config.
+
+    python benchmarks/variant_probe.py            # every question
+    python benchmarks/variant_probe.py geglu      # one
+
+geglu: the code generator issues every load of a straight run before the math (`loads_first`);
+the same kernel and configs are timed with that order and with the program order.
+
+rope: the example tiles heads over max(q heads, k heads) and masks the k heads it does not have
+(8 of 32 here: 3/4 of the k lanes idle); `rope_split` gives q and k a top-level loop each, in the
+same launch; `rope_loads_first` loads k before storing q.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+
+import geglu as geglu_example  # noqa: E402
+import rope as rope_example  # noqa: E402
+from _timing import Timer  # noqa: E402
+from _timing import copy_bandwidth_tbs  # noqa: E402
+from run import BENCHES  # noqa: E402
+
+import helion  # noqa: E402
+import helion.language as hl  # noqa: E402
+import helion_triton.codegen as triton_codegen  # noqa: E402
+
+
+@helion.kernel()
+def rope_split(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    b, s, h, d = q.shape
+    half = hl.specialize(d) // 2
+    hk = k.size(2)
+    q_out = torch.empty_like(q)
+    k_out = torch.empty_like(k)
+    for tile_b, tile_s, tile_h in hl.tile([b, s, h]):
+        c_lo = cos[tile_s, :half].to(torch.float32)[None, :, None, :]
+        c_hi = cos[tile_s, half:].to(torch.float32)[None, :, None, :]
+        s_lo = sin[tile_s, :half].to(torch.float32)[None, :, None, :]
+        s_hi = sin[tile_s, half:].to(torch.float32)[None, :, None, :]
+        x_lo = q[tile_b, tile_s, tile_h, :half].to(torch.float32)
+        x_hi = q[tile_b, tile_s, tile_h, half:].to(torch.float32)
+        q_out[tile_b, tile_s, tile_h, :half] = (x_lo * c_lo - x_hi * s_lo).to(q.dtype)
+        q_out[tile_b, tile_s, tile_h, half:] = (x_hi * c_hi + x_lo * s_hi).to(q.dtype)
+    for tile_b, tile_s, tile_h in hl.tile([b, s, hk]):
+        c_lo = cos[tile_s, :half].to(torch.float32)[None, :, None, :]
+        c_hi = cos[tile_s, half:].to(torch.float32)[None, :, None, :]
+        s_lo = sin[tile_s, :half].to(torch.float32)[None, :, None, :]
+        s_hi = sin[tile_s, half:].to(torch.float32)[None, :, None, :]
+        x_lo = k[tile_b, tile_s, tile_h, :half].to(torch.float32)
+        x_hi = k[tile_b, tile_s, tile_h, half:].to(torch.float32)
+        k_out[tile_b, tile_s, tile_h, :half] = (x_lo * c_lo - x_hi * s_lo).to(k.dtype)
+        k_out[tile_b, tile_s, tile_h, half:] = (x_hi * c_hi + x_lo * s_hi).to(k.dtype)
+    return q_out, k_out
+
+
+@helion.kernel()
+def rope_loads_first(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    b, s, h, d = q.shape
+    half = hl.specialize(d) // 2
+    hk = k.size(2)
+    q_out = torch.empty_like(q)
+    k_out = torch.empty_like(k)
+    for tile_b, tile_s, tile_h in hl.tile([b, s, max(h, hk)]):
+        c_lo = cos[tile_s, :half].to(torch.float32)[None, :, None, :]
+        c_hi = cos[tile_s, half:].to(torch.float32)[None, :, None, :]
+        s_lo = sin[tile_s, :half].to(torch.float32)[None, :, None, :]
+        s_hi = sin[tile_s, half:].to(torch.float32)[None, :, None, :]
+        q_valid = (tile_h.index < h)[None, None, :, None]
+        k_valid = (tile_h.index < hk)[None, None, :, None]
+        lo = [tile_b, tile_s, tile_h, slice(None, half)]
+        hi = [tile_b, tile_s, tile_h, slice(half, None)]
+        q_lo = hl.load(q, lo, extra_mask=q_valid).to(torch.float32)
+        q_hi = hl.load(q, hi, extra_mask=q_valid).to(torch.float32)
+        k_lo = hl.load(k, lo, extra_mask=k_valid).to(torch.float32)
+        k_hi = hl.load(k, hi, extra_mask=k_valid).to(torch.float32)
+        hl.store(q_out, lo, (q_lo * c_lo - q_hi * s_lo).to(q_out.dtype), extra_mask=q_valid)
+        hl.store(q_out, hi, (q_hi * c_hi + q_lo * s_hi).to(q_out.dtype), extra_mask=q_valid)
+        hl.store(k_out, lo, (k_lo * c_lo - k_hi * s_lo).to(k_out.dtype), extra_mask=k_valid)
+        hl.store(k_out, hi, (k_hi * c_hi + k_lo * s_hi).to(k_out.dtype), extra_mask=k_valid)
+    return q_out, k_out
+
+
+def _program_order(nodes, fixed=frozenset()):  # the emission order before loads_first
+    return list(nodes)
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.device = torch.device("cuda")
+        self.timer = Timer(self.device)
+        self.copy = copy_bandwidth_tbs(self.timer, queued=True)
+        print(f"copy {self.copy:.3f} TB/s (queued)")
+
+    def time(self, label: str, bench_name: str, fn, args, expected) -> None:
+        bench = BENCHES[bench_name]
+        got = fn(*args)
+        pairs = zip(got, expected, strict=True) if isinstance(expected, tuple) else [(got, expected)]
+        for g, w in pairs:
+            torch.testing.assert_close(g.float(), w.float(), atol=bench.atol, rtol=bench.rtol)
+        ms = self.timer.median_ms(lambda: fn(*args), queued=True)
+        rate = bench.work(args) / (ms * 1e-3) / 1e12
+        print(f"{label:62} {ms * 1e3:8.2f} us  {rate:.3f} TB/s  {rate / self.copy:6.1%}", flush=True)
+
+    def compiled(self, bench_name: str, args, expected) -> None:
+        fn = torch.compile(BENCHES[bench_name].reference, mode="max-autotune-no-cudagraphs")
+        self.time("torch.compile", bench_name, fn, args, expected)
+
+    def kernel(self, label: str, bench_name: str, kernel, config: dict, args, expected) -> None:
+        run = kernel.bind(args).compile_config(helion.Config(**config))
+        self.time(f"{label} {config}", bench_name, run, args, expected)
+
+
+def geglu(probe: Probe) -> None:
+    args = BENCHES["geglu"].make_args(probe.device)
+    expected = BENCHES["geglu"].reference(*args)
+    probe.compiled("geglu", args, expected)
+    configs = [{"block_sizes": [1, 2048], "num_warps": 4}, {"block_sizes": [1, 1024], "num_warps": 4},
+               {"block_sizes": [1, 2048], "num_warps": 8}]
+    for config in configs:
+        probe.kernel("geglu loads first", "geglu", geglu_example.geglu, config, args, expected)
+    loads_first = triton_codegen.loads_first
+    triton_codegen.loads_first = _program_order
+    try:
+        program_order = helion.kernel(geglu_example.geglu.fn)  # its own bound kernels and code
+        for config in configs:
+            probe.kernel("geglu program order", "geglu", program_order, config, args, expected)
+    finally:
+        triton_codegen.loads_first = loads_first
+
+
+def rope(probe: Probe) -> None:
+    args = BENCHES["rope"].make_args(probe.device)
+    expected = BENCHES["rope"].reference(*args)
+    probe.compiled("rope", args, expected)
+    for config in ({"block_sizes": [1, 1, 32], "num_warps": 4}, {"block_sizes": [1, 1, 32], "num_warps": 8},
+                   {"block_sizes": [1, 1, 16], "num_warps": 4}, {"block_sizes": [1, 2, 32], "num_warps": 8}):
+        probe.kernel("rope", "rope", rope_example.rope, config, args, expected)
+        probe.kernel("rope_loads_first", "rope", rope_loads_first, config, args, expected)
+    for config in ({"block_sizes": [1, 1, 32, 1, 1, 8], "num_warps": 4},
+                   {"block_sizes": [1, 1, 16, 1, 2, 8], "num_warps": 4},
+                   {"block_sizes": [1, 1, 32, 1, 4, 8], "num_warps": 8},
+                   {"block_sizes": [1, 1, 16, 1, 1, 8], "num_warps": 2},
+                   {"block_sizes": [1, 2, 32, 1, 8, 8], "num_warps": 8}):
+        probe.kernel("rope_split", "rope", rope_split, config, args, expected)
+
+
+def order(probe: Probe) -> None:
+    """Program order and cache policy: which tile a neighbouring program id gets (the grid walks
+    the first loop dim fastest by default: for geglu, programs 28 KB apart in memory), and
+    evict-first streaming loads next to evict-last tables."""
+    args = BENCHES["geglu"].make_args(probe.device)
+    expected = BENCHES["geglu"].reference(*args)
+    for config in ({"block_sizes": [1, 2048], "loop_orders": [[1, 0]]},
+                   {"block_sizes": [1, 2048], "flatten_loops": [True]},
+                   {"block_sizes": [1, 2048], "load_eviction_policies": ["first", "first"]},
+                   {"block_sizes": [1, 2048], "loop_orders": [[1, 0]], "load_eviction_policies": ["first", "first"]}):
+        probe.kernel("geglu", "geglu", geglu_example.geglu, config, args, expected)
+    args = BENCHES["rope"].make_args(probe.device)
+    expected = BENCHES["rope"].reference(*args)
+    streaming = ["last"] * 4 + ["first"] * 4
+    for config in ({"block_sizes": [1, 1, 32], "loop_orders": [[1, 0, 2]]},
+                   {"block_sizes": [1, 1, 32], "load_eviction_policies": streaming},
+                   {"block_sizes": [1, 1, 32], "loop_orders": [[1, 0, 2]], "load_eviction_policies": streaming},
+                   {"block_sizes": [1, 2, 32], "num_warps": 8, "loop_orders": [[1, 0, 2]],
+                    "load_eviction_policies": streaming}):
+        probe.kernel("rope", "rope", rope_example.rope, config, args, expected)
+
+
+QUESTIONS = {"geglu": geglu, "rope": rope, "order": order}
+
+
+def main() -> int:
+    names = sys.argv[1:] or list(QUESTIONS)
+    probe = Probe()
+    for name in names:
+        QUESTIONS[name](probe)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
