@@ -79,6 +79,24 @@ def test_values_made_by_host_code_are_guarded_by_shape():
         torch.testing.assert_close(add_first_row(x, rows), x[:rows] + 1)
 
 
+def test_after_two_launches_the_host_code_calls_the_first_variant_through_its_guards():
+    add_first_row.reset()
+    x = torch.randn(40)
+    for rows in (17, 29, 17):  # the second launch of the first variant wires its guarded launch
+        torch.testing.assert_close(add_first_row(x, rows), x[:rows] + 1)
+    bound = add_first_row.bind((x, 17))
+    variants = next(iter(bound._variants.values()))
+    checked = []
+    for variant in variants:
+        general = variant.matches_call
+        variant.matches_call = lambda v, a, general=general: checked.append(1) or general(v, a)
+    torch.testing.assert_close(add_first_row(x, 17), x[:17] + 1)
+    assert checked == []  # the guarded launch: no loop over the variants
+    for rows in (29, 5, 17):  # other host values fall through to the loop, and are right
+        torch.testing.assert_close(add_first_row(x, rows), x[:rows] + 1)
+    assert len(checked) >= 2 and len(variants) == 3
+
+
 def test_guards_use_identity_only_for_arguments_themselves():
     scaled_add.reset()
     x, y = torch.randn(37), torch.randn(37)

@@ -258,3 +258,50 @@ def test_on_triton_3_6_a_grid_launcher_calls_the_c_launcher_with_the_wrappers_ar
         monkeypatch.setattr(target, "triton_version", lambda v=version: v)
         call, head = _call_below_wrapper(other, "metadata")
         assert call is other and head == ("metadata", None, None, None)
+
+
+# -- the fused launcher: the generated module's launcher and a grid launcher in one function -----------
+
+
+def test_a_fused_launcher_launches_as_the_module_launcher_does():
+    from helion_triton.codegen import LaunchPlan
+
+    jit, direct = make()
+
+    def module_launcher(out, _unused_1, x, n, *_rest):  # what codegen writes for a dynamic grid
+        grid = ((n + 15) // 16,)
+        if min(grid) > 0:
+            direct[grid](out, x, n, BLOCK=16, num_warps=4)
+
+    plan = LaunchPlan(("out", "_unused_1", "x", "n"), ("out", "x", "n"), "((n + 15) // 16,)", 1, None)
+    out, x = torch.empty(40), torch.randn(40)
+    assert direct.build_fused_launcher(plan, module_launcher, {}) is None  # no direct launch yet
+    module_launcher(out, None, x, 40)
+    module_launcher(out, None, x, 40)
+    fused = direct.build_fused_launcher(plan, module_launcher, {})
+    fused(out, None, x, 40)
+    assert kinds(jit.calls) == ["jit", "direct", "direct"]
+    assert jit.calls[2][2] == jit.calls[1][2]  # the same launch, grid (3,) included
+    fused(out, None, x, 33, "extra host value")  # another grid; extra values are ignored
+    assert jit.calls[-1][2][:3] == (3, 1, 1) and jit.calls[-1][2][11] == 33
+    fused(out, None, x, 0)  # an empty grid launches nothing
+    fused(out, None, torch.randn(41)[1:], 40)  # unaligned: through the module launcher, binds
+    assert kinds(jit.calls) == ["jit", "direct", "direct", "direct", "jit"]
+
+
+def test_a_fused_launcher_with_a_static_grid():
+    from helion_triton.codegen import LaunchPlan
+
+    jit, direct = make()
+
+    def module_launcher(x, out, *_rest):
+        direct[(5, 2)](out, x, 7, BLOCK=16)
+
+    plan = LaunchPlan(("x", "out"), ("out", "x", "7"), "(5, 2)", 2, (5, 2))
+    out, x = torch.empty(40), torch.randn(40)
+    module_launcher(x, out)
+    module_launcher(x, out)
+    fused = direct.build_fused_launcher(plan, module_launcher, {})
+    fused(x, out)
+    assert kinds(jit.calls) == ["jit", "direct", "direct"] and jit.calls[2][2] == jit.calls[1][2]
+    assert jit.calls[2][2][:3] == (5, 2, 1)

@@ -189,6 +189,20 @@ class FlatLayout:
     mask: str | None
 
 
+@dataclasses.dataclass(frozen=True)
+class LaunchPlan:
+    """What the generated launcher does, for `DirectLaunch` to do the same in one function: launch
+    the kernel with ``args`` (names among the launcher's ``params``) over ``grid``, a tuple
+    expression over those names (``triton.cdiv`` allowed), with the launcher's constexprs and
+    options. ``static_grid``: the grid when it is constant."""
+
+    params: tuple[str, ...]
+    args: tuple[str, ...]
+    grid: str
+    rank: int
+    static_grid: tuple[int, ...] | None
+
+
 @dataclasses.dataclass
 class GeneratedKernel:
     source: str
@@ -196,6 +210,8 @@ class GeneratedKernel:
     launcher_name: str
     uses_tensor_descriptors: bool
     uses_barrier: bool
+    # None where the launcher does more than launch (a barrier buffer to allocate)
+    launch_plan: LaunchPlan | None = None
 
 
 def loads_first(nodes: list[Node], fixed: Container[int] = frozenset()) -> list[Node]:
@@ -953,7 +969,7 @@ class KernelCodegen:
         out += self.lines
         if not self.prologue and not self.lines:
             out.append("    pass")
-        launcher_name, launcher = self._launcher(
+        launcher_name, launcher, plan = self._launcher(
             kernel_name, params, constexpr_values, grid, barrier
         )
         out += ["", "", *launcher]
@@ -963,11 +979,12 @@ class KernelCodegen:
             launcher_name=launcher_name,
             uses_tensor_descriptors=bool(self.descriptors),
             uses_barrier=barrier,
+            launch_plan=plan,
         )
 
     def _launcher(
         self, kernel_name: str, params: list[str], constexprs: list[str], grid: str, barrier: bool
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[str], LaunchPlan | None]:
         ir = self.ir
         launcher_name = self.launcher_name
         host_names: dict[int, str] = {}
@@ -993,9 +1010,13 @@ class KernelCodegen:
             launch_options.append(f"maxnreg={self.options.maxnreg}")
         call_args = ", ".join(args + constexprs + launch_options)
         dims = [d.strip() for d in grid.strip("()").split(",") if d.strip()]
+        plan: LaunchPlan | None = None
         if all(d.isdigit() for d in dims):
             if all(int(d) > 0 for d in dims):
                 lines.append(f"    {kernel_name}[{grid}]({call_args})")
+                plan = LaunchPlan(
+                    tuple(positional), tuple(args), grid, len(dims), tuple(int(d) for d in dims)
+                )
             else:
                 lines.append("    pass  # nothing to launch: the loops are empty")
         else:
@@ -1004,7 +1025,10 @@ class KernelCodegen:
             lines.append(f"    {grid_name} = {grid}")
             lines.append(f"    if min({grid_name}) > 0:")
             lines.append(f"        {kernel_name}[{grid_name}]({call_args})")
-        return launcher_name, lines
+            plan = LaunchPlan(tuple(positional), tuple(args), grid, len(dims), None)
+        if barrier and self.barrier_param is not None:
+            plan = None
+        return launcher_name, lines, plan
 
     def host_bound(self, bound: Any) -> str | None:
         """A top-level loop bound in launcher code (None when only the device knows it)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 from typing import Iterator
+from typing import Sequence
 
 import numpy
 import torch
@@ -279,8 +280,8 @@ def _key_source(value: Any, name: str) -> tuple[str, str, str] | None:
         pointer = f"{name}.data_ptr()"
         return (
             f"isinstance({name}, _Tensor) and {name}.is_cuda",
-            f"({name}.dtype, _p_{name} & 15 == 0)",
-            f"_p_{name}",
+            f"({name}.dtype, __p_{name} & 15 == 0)",
+            f"__p_{name}",
         ) if value.is_cuda else (
             f"isinstance({name}, _Tensor)", f"({name}.dtype, {pointer} & 15 == 0)", name
         )
@@ -390,49 +391,86 @@ class DirectLaunch:
             return None
         example, keywords = self._signature
         names = [f"a{i}" for i in range(len(example))]
-        parts = [_key_source(value, name) for value, name in zip(example, names, strict=True)]
-        if any(part is None for part in parts) or any(not k.isidentifier() for k in keywords):
+        if any(not k.isidentifier() for k in keywords):
             return None
-        tests = " and ".join(test for test, _, _ in parts) or "True"
-        key = ", ".join(["d", *(expression for _, expression, _ in parts)])
-        passed = "".join(f"{value}, " for _, _, value in parts)
-        pointers = "".join(
-            f"\n        _p_{name} = {name}.data_ptr()"
-            for (_, _, value), name in zip(parts, names, strict=True)
-            if value == f"_p_{name}"
-        )
-        dims = ", ".join(str(g) for g in (*grid, 1, 1)[:3])
         params = ", ".join(names)
         keyword_params = ", ".join(f"{k}=_UNSET" for k in keywords)
         signature = ", ".join(p for p in (params, f"*, {keyword_params}" if keywords else "") if p)
         keyword_dict = "{" + ", ".join(f"{k!r}: {k}" for k in keywords) + "}"
-        hooks = (
-            "(_knobs.launch_enter_hook is not None and _hook_active(_knobs.launch_enter_hook))"
-            " or (_knobs.launch_exit_hook is not None and _hook_active(_knobs.launch_exit_hook))"
-        )
-        source = f"""def launch({signature}):
-    if {tests}:{pointers}
-        d = _device()
-        entry = _entries.get(({key},))
-        if entry is not None and not ({hooks}):
-            function, tail, call, head = entry[1], entry[3], entry[4], entry[5]
-            try:
-                return call({dims}, _stream(d), function, *head, {passed}*tail)
-            except TypeError:
-                _disable()  # as `launch` does: this Triton's launcher takes other arguments
-    return _general(_grid, ({params}{',' if len(names) == 1 else ''}), {keyword_dict})
-"""
-        scope = {
-            "_Tensor": torch.Tensor, "_int": int, "_bool": bool, "_float": float,
-            "_I32_LOW": _I32[0], "_I32_HIGH": _I32[1], "_UNSET": _UNSET, "_grid": grid,
-            "_device": self._current_device, "_stream": self._current_stream, "_entries": self._entries,
-            "_knobs": self._runtime_knobs, "_hook_active": _hook_active, "_general": self._general,
-            "_disable": self._disable,
-        }
+        fallback = f"return _general(_grid, ({params}{',' if len(names) == 1 else ''}), {keyword_dict})"
+        body = self._launch_body(names, ", ".join(str(g) for g in (*grid, 1, 1)[:3]), fallback)
+        if body is None:
+            return None
+        source, scope = body
+        scope.update({"_UNSET": _UNSET, "_grid": grid, "_general": self._general})
+        source = f"def launch({signature}):\n{source}"
         exec(compile(source, f"<helion direct launch of {self.fn.__name__}>", "exec"), scope)
         launcher = scope["launch"]
         with self._lock:
             return self._grid_launchers.setdefault(grid, launcher)
+
+    def build_fused_launcher(self, plan: Any, module_launcher: Any, module_scope: dict) -> Any:
+        """The generated module's launcher and this kernel's grid launcher in one function (the
+        module launcher's signature): the grid computed as `plan` says, then the launch as a
+        grid launcher does it; anything else calls ``module_launcher``. None before the first
+        direct launch, or when an argument is of a kind a grid launcher does not handle."""
+        if self._signature is None or not self.enabled:
+            return None
+        if len(self._signature[0]) != len(plan.args) or not 1 <= plan.rank <= 3:
+            return None
+        params = ", ".join([*plan.params, "*_rest"])
+        if plan.static_grid is not None:
+            grid_lines = ""
+            dims = ", ".join(str(g) for g in (*plan.static_grid, 1, 1)[:3])
+        else:  # an empty grid launches nothing, as in the module launcher
+            grid_lines = f"    __grid = {plan.grid}\n    if min(__grid) <= 0:\n        return None\n"
+            dims = ", ".join([*(f"__grid[{i}]" for i in range(plan.rank)), "1", "1"][:3])
+        body = self._launch_body(plan.args, dims, f"return _module_launcher({params})")
+        if body is None:
+            return None
+        source, scope = body
+        scope = {**module_scope, **scope, "_module_launcher": module_launcher}
+        source = f"def launch({params}):\n{grid_lines}{source}"
+        exec(compile(source, f"<helion fused launch of {self.fn.__name__}>", "exec"), scope)
+        return scope["launch"]
+
+    def _launch_body(self, names: Sequence[str], dims: str, fallback: str) -> tuple[str, dict] | None:
+        """The body of a grid or fused launcher and its scope: for arguments ``names`` of the
+        first direct launch's kinds, the launch of their entry over ``dims``; else ``fallback``.
+        Its own names start with ``__`` (the parameters are named after the kernel's)."""
+        example, _keywords = self._signature
+        parts = [_key_source(value, name) for value, name in zip(example, names, strict=True)]
+        if any(part is None for part in parts):
+            return None
+        tests = " and ".join(test for test, _, _ in parts) or "True"
+        key = ", ".join(["__d", *(expression for _, expression, _ in parts)])
+        passed = "".join(f"{value}, " for _, _, value in parts)
+        pointers = "".join(
+            f"\n        __p_{name} = {name}.data_ptr()"
+            for (_, _, value), name in zip(parts, names, strict=True)
+            if value == f"__p_{name}"
+        )
+        hooks = (
+            "(_knobs.launch_enter_hook is not None and _hook_active(_knobs.launch_enter_hook))"
+            " or (_knobs.launch_exit_hook is not None and _hook_active(_knobs.launch_exit_hook))"
+        )
+        source = f"""    if {tests}:{pointers}
+        __d = _device()
+        __entry = _entries.get(({key},))
+        if __entry is not None and not ({hooks}):
+            try:
+                return __entry[4]({dims}, _stream(__d), __entry[1], *__entry[5], {passed}*__entry[3])
+            except TypeError:
+                _disable()  # as `launch` does: this Triton's launcher takes other arguments
+    {fallback}
+"""
+        scope = {
+            "_Tensor": torch.Tensor, "_int": int, "_bool": bool, "_float": float,
+            "_I32_LOW": _I32[0], "_I32_HIGH": _I32[1], "_device": self._current_device,
+            "_stream": self._current_stream, "_entries": self._entries, "_knobs": self._runtime_knobs,
+            "_hook_active": _hook_active, "_disable": self._disable,
+        }
+        return source, scope
 
     def _general(self, grid: tuple, args: tuple, keywords: dict) -> Any:
         """A grid launcher's call it does not handle: through `launch`."""
@@ -458,9 +496,14 @@ class TritonCompiledKernel:
         self.generated = generated
         self.target = target
         self.module = load_module(generated.source, name, interpret=target.interpret)
+        self._direct: DirectLaunch | None = None
         if not target.interpret and target.is_cuda:
             use_direct_launch(self.module, generated.kernel_name)
-        self.launcher = getattr(self.module, generated.launcher_name)
+            self._direct = getattr(self.module, generated.kernel_name)
+        self.launcher = self.module_launcher = getattr(self.module, generated.launcher_name)
+        # once the kernel has launched directly, `launcher` becomes the fused launcher
+        self._fuse = self._direct is not None and generated.launch_plan is not None
+        self.fast_call: Any = None  # the fused launcher, for the runtime to call directly
         # with TRITON_INTERPRET=1 set before triton was imported, triton.language is already
         # interpreted; otherwise its JIT functions are swapped while the kernel runs
         self._swap = target.interpret and not language_is_interpreted()
@@ -479,8 +522,31 @@ class TritonCompiledKernel:
             raise
         except Exception as error:
             if _is_triton_error(error):
-                raise exc.TritonError(self.source, f"{type(error).__name__}: {error}") from error
+                raise self._explained(error) from error
             raise
+        if self._fuse and self._direct._signature is not None:
+            self._fuse = False
+            fused = self._direct.build_fused_launcher(
+                self.generated.launch_plan, self._module_launcher, vars(self.module)
+            )
+            if fused is not None:
+                self.launcher = self.fast_call = fused
+
+    def _module_launcher(self, *host_values: Any) -> None:
+        """The generated launcher with Triton's errors explained as `__call__` explains them:
+        the fused launcher's way for what it does not launch itself (a new specialization may
+        compile, and fail to)."""
+        try:
+            self.module_launcher(*host_values)
+        except exc.BaseError:
+            raise
+        except Exception as error:
+            if _is_triton_error(error):
+                raise self._explained(error) from error
+            raise
+
+    def _explained(self, error: Exception) -> exc.TritonError:
+        return exc.TritonError(self.source, f"{type(error).__name__}: {error}")
 
 
 def _is_triton_error(error: BaseException) -> bool:

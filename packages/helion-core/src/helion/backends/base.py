@@ -40,7 +40,12 @@ class CompiledKernel(Protocol):
     """The generated code, as a user would read it (``helion show``, ``HELION_PRINT_OUTPUT_CODE``)."""
 
     def __call__(self, *kernel_args: Any) -> Any:
-        """Launch the kernel on the given kernel arguments (outputs are written in place)."""
+        """Launch the kernel on the given kernel arguments (outputs are written in place).
+
+        The values always match the traced ones in dtype, shape and stride (the bound kernel's
+        guards pick the compiled variant). A compiled kernel may also have ``fast_call``: a
+        callable that launches the same way with less host work, or None; the runtime reads
+        it once, after the first launch has returned, and calls it instead from then on."""
         ...
 
 

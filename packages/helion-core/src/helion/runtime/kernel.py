@@ -27,6 +27,7 @@ from helion.runtime.config import Config
 from helion.runtime.settings import RefMode, Settings
 
 _is_compiling = torch.compiler.is_compiling
+_EAGER = RefMode.EAGER  # a module global: read faster than the enum's attribute on the warm path
 
 # default of a block size registered in host code, before a config picks one
 REGISTERED_BLOCK_DEFAULT = 64
@@ -138,7 +139,7 @@ class Kernel:
         fast = self._fast_keys.get(settings.static_shapes)
         # None: arguments of other types than the first call's, or a call for the custom op
         key = fast(args) if fast is not None else self._first_fast_key(args)
-        if key is not None and settings.ref_mode is not RefMode.EAGER:
+        if key is not None and settings.ref_mode is not _EAGER:
             bound = self._bound.get(key)
             if bound is not None and bound._active_keyed is not None:
                 return bound._active_keyed(*args)
@@ -492,7 +493,7 @@ def _next_pow2(n: int) -> int:
 class _CompiledTrace:
     """One traced + compiled variant: valid while the host values match its guards."""
 
-    __slots__ = ("ir", "compiled", "tensor_guards", "constant_guards", "matches_call")
+    __slots__ = ("ir", "compiled", "tensor_guards", "constant_guards", "matches_call", "_guard")
 
     def __init__(self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list) -> None:
         self.ir = ir
@@ -500,6 +501,7 @@ class _CompiledTrace:
         self.tensor_guards = tensor_guards
         self.constant_guards = constant_guards
         self.matches_call: Callable[[tuple, tuple], bool] = lambda values, args: self.matches(values)
+        self._guard: tuple[Callable[[Callable[[int], str]], str], dict] | None = None
 
     def specialize_guards(self, values: Sequence[Any], args: Sequence[Any], static: bool) -> None:
         """Build `matches_call(values, args)`, what each call checks: `matches` as one generated
@@ -514,20 +516,47 @@ class _CompiledTrace:
                 if isinstance(value, torch.Tensor) and position is not None:
                     from_args[index] = position
         scope: dict[str, Any] = {}
-        tests = []
         for index, shape, stride, dtype in self.tensor_guards:
             scope[f"shape{index}"], scope[f"stride{index}"], scope[f"dtype{index}"] = shape, stride, dtype
-            value = f"v[{index}]"
-            test = f"({value}.shape == shape{index} and {value}.stride() == stride{index} and {value}.dtype == dtype{index})"
-            if index in from_args:
-                test = f"({value} is a[{from_args[index]}] or {test})"
-            tests.append(test)
         for index, expected in self.constant_guards:
             scope[f"constant{index}"] = expected
-            tests.append(f"not (v[{index}] != constant{index})")
-        source = f"def matches(v, a):\n    return {' and '.join(tests) or 'True'}\n"
+
+        def expression(value_of: Callable[[int], str]) -> str:
+            tests = []
+            for index, *_ in self.tensor_guards:
+                value = value_of(index)
+                test = f"({value}.shape == shape{index} and {value}.stride() == stride{index} and {value}.dtype == dtype{index})"
+                if index in from_args:
+                    test = f"({value} is a[{from_args[index]}] or {test})"
+                tests.append(test)
+            for index, _ in self.constant_guards:
+                tests.append(f"not ({value_of(index)} != constant{index})")
+            return " and ".join(tests) or "True"
+
+        self._guard = (expression, scope)
+        source = f"def matches(v, a):\n    return {expression(lambda i: f'v[{i}]')}\n"
         exec(compile(source, "<helion guards>", "exec"), scope)
         self.matches_call = scope["matches"]
+
+    def guarded_launch(self, arity: int, mode: HostMode, general: Callable[..., Any]) -> Callable[..., Any] | None:
+        """The host code's device call for this variant in one function of ``arity`` values:
+        its guards inlined, then its compiled kernel; values it does not match go to
+        ``general``. None before `specialize_guards`."""
+        if self._guard is None:
+            return None
+        expression, scope = self._guard
+        names = ", ".join(f"v{i}" for i in range(arity))
+        source = (
+            f"def launch({names}):\n"
+            f"    a = _mode.args\n"
+            f"    if {expression(lambda i: f'v{i}')}:\n"
+            f"        return _compiled({names})\n"
+            f"    return _general({names})\n"
+        )
+        compiled = getattr(self.compiled, "fast_call", None) or self.compiled
+        scope = {**scope, "_mode": mode, "_compiled": compiled, "_general": general}
+        exec(compile(source, "<helion guarded launch>", "exec"), scope)
+        return scope["launch"]
 
     def matches(self, values: Sequence[Any]) -> bool:
         for index, shape, stride, dtype in self.tensor_guards:
@@ -794,6 +823,7 @@ class BoundKernel:
         variants = self._variants.setdefault(config, [])
         lifted = self._discovery_ir.lifted
         mode = HostMode(self, config)
+        launches_before_wiring = [2 if not lifted else -1]
 
         def launch(*values: Any) -> None:
             if lifted:
@@ -808,9 +838,26 @@ class BoundKernel:
                 # torch.rand in device code: a seed from torch's CPU generator, per launch
                 values = (*values, draw_call_seed())
             variant.compiled(*values)
+            if launches_before_wiring[0] > 0 and variant is variants[0]:
+                # it launched: from now on the host code calls it without this loop (a variant
+                # that draws a seed or takes lifted tensors keeps it), through its `fast_call`
+                # where it has one (a backend may set it up at its second launch)
+                launches_before_wiring[0] -= 1
+                if launches_before_wiring[0] == 0 or getattr(variant.compiled, "fast_call", None):
+                    launches_before_wiring[0] = 0
+                    if variant.ir.rng_seed is None:
+                        guarded = variant.guarded_launch(len(values), mode, launch)
+                        if guarded is not None:
+                            self._wire(config, mode, guarded)
 
-        host = ast_rewrite.make_host_function(self.split, self._host_factory, launch)
+        return self._wire(config, mode, launch)
 
+    def _wire(
+        self, config: Config, mode: HostMode, device_call: Callable[..., Any]
+    ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """The runners of ``config`` with the host code's device loops calling ``device_call``
+        (and made the active ones where ``config`` is the active config)."""
+        host = ast_rewrite.make_host_function(self.split, self._host_factory, device_call)
         state = _context_state
 
         def make_run(keyed: bool) -> Callable[..., Any]:
@@ -829,6 +876,8 @@ class BoundKernel:
             return run
 
         runners = self._runners[config] = (make_run(False), make_run(True))
+        if self._active_runner is not None and self._config == config:
+            self._active_runner, self._active_keyed = runners
         return runners
 
     def _run(self, config: Config, args: Sequence[Any]) -> Any:
