@@ -23,7 +23,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
+import add as add_example  # noqa: E402
 import geglu as geglu_example  # noqa: E402
+import swiglu as swiglu_example  # noqa: E402
 import rope as rope_example  # noqa: E402
 from _timing import Timer  # noqa: E402
 from _timing import copy_bandwidth_tbs  # noqa: E402
@@ -119,22 +121,37 @@ class Probe:
         self.time(f"{label} {config}", bench_name, run, args, expected)
 
 
-def geglu(probe: Probe) -> None:
-    args = BENCHES["geglu"].make_args(probe.device)
-    expected = BENCHES["geglu"].reference(*args)
-    probe.compiled("geglu", args, expected)
-    configs = [{"block_sizes": [1, 2048], "num_warps": 4}, {"block_sizes": [1, 1024], "num_warps": 4},
-               {"block_sizes": [1, 2048], "num_warps": 8}]
+def _loads_first_against_program_order(probe: Probe, name: str, kernel, configs: list, compiled: bool = True) -> None:
+    args = BENCHES[name].make_args(probe.device)
+    expected = BENCHES[name].reference(*args)
+    if compiled:
+        probe.compiled(name, args, expected)
     for config in configs:
-        probe.kernel("geglu loads first", "geglu", geglu_example.geglu, config, args, expected)
+        probe.kernel(f"{name} loads first", name, kernel, config, args, expected)
     loads_first = triton_codegen.loads_first
     triton_codegen.loads_first = _program_order
     try:
-        program_order = helion.kernel(geglu_example.geglu.fn)  # its own bound kernels and code
+        program_order = helion.kernel(kernel.fn)  # its own bound kernels and code
         for config in configs:
-            probe.kernel("geglu program order", "geglu", program_order, config, args, expected)
+            probe.kernel(f"{name} program order", name, program_order, config, args, expected)
     finally:
         triton_codegen.loads_first = loads_first
+
+
+def geglu(probe: Probe) -> None:
+    configs = [{"block_sizes": [1, 2048], "num_warps": 4}, {"block_sizes": [1, 1024], "num_warps": 4},
+               {"block_sizes": [1, 2048], "num_warps": 8}]
+    _loads_first_against_program_order(probe, "geglu", geglu_example.geglu, configs)
+
+
+def pointwise(probe: Probe) -> None:
+    """add and swiglu under the configs the quick search picked, both orders of emission."""
+    _loads_first_against_program_order(probe, "swiglu", swiglu_example.swiglu, [
+        {"block_sizes": [2, 1024], "num_warps": 4, "maxnreg": 64}, {"block_sizes": [1, 2048], "num_warps": 4},
+        {"block_sizes": [1, 2048], "num_warps": 4, "loop_orders": [[1, 0]]}], compiled=False)
+    _loads_first_against_program_order(probe, "add", add_example.add, [
+        {"block_sizes": [4, 1024], "num_warps": 4}, {"block_sizes": [16, 1024], "num_warps": 32, "num_stages": 2,
+                                                      "pid_type": "xyz", "l2_groupings": [2]}], compiled=False)
 
 
 def rope(probe: Probe) -> None:
@@ -175,7 +192,7 @@ def order(probe: Probe) -> None:
         probe.kernel("rope", "rope", rope_example.rope, config, args, expected)
 
 
-QUESTIONS = {"geglu": geglu, "rope": rope, "order": order}
+QUESTIONS = {"geglu": geglu, "rope": rope, "order": order, "pointwise": pointwise}
 
 
 def main() -> int:

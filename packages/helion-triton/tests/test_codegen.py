@@ -210,6 +210,33 @@ def test_a_load_is_not_moved_above_a_store():
     assert len(later_loads) == 2, source
 
 
+def _rows_of(x: torch.Tensor, n: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(n):  # a grid over a runtime scalar: cdiv(n, block) in the launcher
+        out[tile] = x[tile] * 2.0
+    return out
+
+
+def test_launch_plans_match_the_launcher():
+    x = torch.randn(37)
+    bound = bind(_rows_of, x, 37)
+    compiled = bound.compile_config({"block_sizes": [16]})
+    torch.testing.assert_close(compiled(x, 37), x * 2.0)
+    config = bound.normalize({"block_sizes": [16]})
+    plan = bound.backend.generate(bound._discovery_ir, config, target_for(x.device)).launch_plan
+    assert plan.static_grid is None and plan.rank == 1 and "cdiv" in plan.grid
+    # the plan's grid, evaluated over the launcher's parameters, is the grid the launcher launches
+    import triton
+
+    env = {"triton": triton, **dict(zip(plan.params, (None,) * len(plan.params)))}
+    env[next(p for p in plan.params if p.startswith("n"))] = 37
+    assert eval(plan.grid, env) == (3,)
+    static = bind(K.add, x, x)
+    config = static.normalize({"block_sizes": [16]})
+    static_plan = static.backend.generate(static._discovery_ir, config, target_for(x.device)).launch_plan
+    assert static_plan.static_grid == (3,) and static_plan.rank == 1
+
+
 def test_eviction_policies_and_launch_options():
     x, y = torch.randn(37, 29), torch.randn(37, 29)
     config = {

@@ -16,6 +16,7 @@ chunks that recompute the values they need. Every other op is lowered by its rul
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import keyword
@@ -1025,7 +1026,8 @@ class KernelCodegen:
             lines.append(f"    {grid_name} = {grid}")
             lines.append(f"    if min({grid_name}) > 0:")
             lines.append(f"        {kernel_name}[{grid_name}]({call_args})")
-            plan = LaunchPlan(tuple(positional), tuple(args), grid, len(dims), None)
+            rank = len(ast.parse(grid, mode="eval").body.elts)  # dims may hold commas: cdiv(n, 8)
+            plan = LaunchPlan(tuple(positional), tuple(args), grid, rank, None)
         if barrier and self.barrier_param is not None:
             plan = None
         return launcher_name, lines, plan
