@@ -147,3 +147,18 @@ def test_a_warm_kernel_still_hands_autograd_and_dispatch_modes_to_the_custom_op(
     with Passthrough():
         scaled_add(x, y, 1.0)
     assert len(through_op) == 2
+
+
+def test_a_call_keeps_no_argument_alive():
+    import gc
+    import weakref
+
+    scaled_add.reset()
+    scaled_add(torch.randn(37), torch.randn(37), 0.5)  # binds (a bound kernel keeps its bind args)
+    x, y = torch.randn(37), torch.randn(37)
+    for _ in range(3):  # the keyed warm path, guarded launch wired
+        out = scaled_add(x, y, 0.5)
+    refs = [weakref.ref(x), weakref.ref(y), weakref.ref(out)]
+    del x, y, out
+    gc.collect()
+    assert all(ref() is None for ref in refs)

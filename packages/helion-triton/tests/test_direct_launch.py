@@ -305,3 +305,18 @@ def test_a_fused_launcher_with_a_static_grid():
     fused(x, out)
     assert kinds(jit.calls) == ["jit", "direct", "direct"] and jit.calls[2][2] == jit.calls[1][2]
     assert jit.calls[2][2][:3] == (5, 2, 1)
+
+
+def test_launchers_keep_no_tensor_of_a_launch_alive():
+    import gc
+    import weakref
+
+    jit, direct = make()
+    out, x = torch.empty(40).as_subclass(CudaLike), torch.randn(40).as_subclass(CudaLike)
+    for _ in range(3):
+        direct[(1,)](out, x, 40, BLOCK=16)
+    jit.calls.clear()  # the stand-in JIT's record of its calls holds them; Triton's does not
+    refs = [weakref.ref(out), weakref.ref(x)]
+    del out, x
+    gc.collect()
+    assert all(ref() is None for ref in refs)

@@ -269,29 +269,38 @@ def _call_below_wrapper(run: Any, metadata: Any) -> tuple[Any, tuple]:
     return launch, (*flags, None, None, metadata, None, None, None)
 
 
-def _key_source(value: Any, name: str) -> tuple[str, str, str] | None:
-    """(type test, key expression, what the launcher is passed) for values of ``value``'s kind:
-    the key is `_launch_key_of`'s. A CUDA tensor is passed as its address, read once for the
-    key's alignment test too: given the tensor, Triton's launcher would call its ``data_ptr``
-    again and ask the driver whether the address is device memory (``cuPointerGetAttribute``),
-    which ``is_cuda`` answers here. Tensors elsewhere take the general path, whose launch
-    reports a CPU tensor as Triton does."""
+def _argument_kind(value: Any) -> str:
+    """What the generated launchers need to know of an argument of the first direct launch (a
+    name, so that no tensor of that launch is kept alive by the launcher)."""
     if isinstance(value, torch.Tensor):
-        pointer = f"{name}.data_ptr()"
+        return "cuda tensor" if value.is_cuda else "tensor"
+    if value is None:
+        return "None"
+    kind = type(value)
+    return kind.__name__ if kind in (int, bool, float) else "other"
+
+
+def _key_source(kind: str, name: str) -> tuple[str, str, str] | None:
+    """(type test, key expression, what the launcher is passed) for arguments of this kind (an
+    `_argument_kind`): the key is `_launch_key_of`'s. A CUDA tensor is passed as its address,
+    read once for the key's alignment test too: given the tensor, Triton's launcher would call
+    its ``data_ptr`` again and ask the driver whether the address is device memory
+    (``cuPointerGetAttribute``), which ``is_cuda`` answers here. Tensors elsewhere take the
+    general path, whose launch reports a CPU tensor as Triton does."""
+    if kind == "cuda tensor":
         return (
             f"isinstance({name}, _Tensor) and {name}.is_cuda",
             f"({name}.dtype, __p_{name} & 15 == 0)",
             f"__p_{name}",
-        ) if value.is_cuda else (
-            f"isinstance({name}, _Tensor)", f"({name}.dtype, {pointer} & 15 == 0)", name
         )
-    kind = type(value)
-    if kind is int:
+    if kind == "tensor":
+        return f"isinstance({name}, _Tensor)", f"({name}.dtype, {name}.data_ptr() & 15 == 0)", name
+    if kind == "int":
         key = f"(_I32_LOW <= {name} < _I32_HIGH, {name} % 16 == 0, {name} == 1)"
         return f"type({name}) is _int", key, name
-    if kind in (bool, float):
-        return f"type({name}) is _{kind.__name__}", f"_{kind.__name__}", name
-    if value is None:
+    if kind in ("bool", "float"):
+        return f"type({name}) is _{kind}", f"_{kind}", name
+    if kind == "None":
         return f"{name} is None", "None", name
     return None
 
@@ -314,7 +323,7 @@ class DirectLaunch:
         #                the grid launchers' call and the arguments it takes before the kernel's)
         self._entries: dict[Any, tuple] = {}
         self._grid_launchers: dict[tuple, Any] = {}
-        # (positional kinds, keyword names) of the first direct launch; None before it
+        # (`_argument_kind`s, keyword names) of the first direct launch; None before it
         self._signature: tuple[tuple, tuple[str, ...]] | None = None
         self._lock = threading.Lock()
         driver = driver or triton.runtime.driver.active
@@ -359,7 +368,7 @@ class DirectLaunch:
             return self.jit_function[grid](*args, **kwargs)
         if self._signature is None:
             with self._lock:
-                self._signature = (tuple(args), tuple(kwargs))
+                self._signature = (tuple(map(_argument_kind, args)), tuple(kwargs))
         return None
 
     def _disable(self) -> None:

@@ -872,6 +872,7 @@ class BoundKernel:
                     return host(*args)
                 finally:
                     state.mode = previous
+                    mode.args = _NO_ARGUMENTS  # the caller's tensors are not ours to keep alive
 
             return run
 

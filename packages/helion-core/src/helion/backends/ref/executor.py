@@ -80,7 +80,10 @@ class RefExecutor:
         env: dict[int, Any] = {}
         for scalar in self.ir.scalar_args:
             env[scalar.value.id] = host_values[scalar.index]
-        self.run_block(self.ir.body, env)
+        try:
+            self.run_block(self.ir.body, env)
+        finally:
+            self.host = ()  # the caller's tensors are not the executor's to keep alive
 
     def resolve(self, expr: Any) -> int:
         """Concrete size of a shape entry for the tiles executing now."""
