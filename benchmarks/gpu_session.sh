@@ -51,11 +51,11 @@ case "$phase" in
     ;;
   perf)  # memory-bound rows with every baseline (~40 s a row: tuning plus torch.compile)
     step run_memory 540 python3 benchmarks/run.py --kernels add,softmax,rms_norm,layer_norm,swiglu,geglu \
-      --effort quick --json "$out/run_memory.json" --plot "$out/run_memory.png"
+      --effort quick --json "$out/run_memory.json" --plot "$out/run_memory.png" --autotune-log "$out/tune"
     ;;
   perf2)  # the other memory-bound rows, and host overhead
     step run_gather 420 python3 benchmarks/run.py --kernels cross_entropy,embedding,rope \
-      --effort quick --json "$out/run_gather.json"
+      --effort quick --json "$out/run_gather.json" --autotune-log "$out/tune"
     step launch_overhead 60 python3 benchmarks/launch_overhead.py
     ;;
   perf3)  # compute-bound rows against cuBLAS / _scaled_mm / SDPA flash (torch.compile of the
@@ -65,7 +65,7 @@ case "$phase" in
     ;;
   misses)  # the memory-bound rows that missed a target last time, each with every baseline
     step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-rope,geglu,embedding}" \
-      --effort quick --json "$out/run_misses.json"
+      --effort quick --json "$out/run_misses.json" --autotune-log "$out/tune"
     ;;
   overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py

@@ -201,10 +201,14 @@ BENCHES: dict[str, Bench] = {
     ),
 }
 
-def _tune(kernel: Any, args: tuple, backend: str | None, effort: str) -> tuple[Callable[..., Any], Any, float]:
+def _tune(
+    kernel: Any, args: tuple, backend: str | None, effort: str, log: str | None = None
+) -> tuple[Callable[..., Any], Any, float]:
     if backend:
         kernel.settings.backend = backend
     kernel.settings.autotune_effort = effort
+    if log:  # <log>.csv: every candidate the search timed, to see later why it picked its winner
+        kernel.settings.autotune_log = log
     kernel.reset()
     start = time.perf_counter()
     bound = kernel.bind(args)
@@ -287,7 +291,8 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
     args = bench.make_args(device)
     row: dict[str, Any] = {"kernel": name}
     expected = bench.reference(*args)
-    run, config, tune_s = _tune(kernel, args, args_ns.backend, args_ns.effort)
+    log = str(Path(args_ns.autotune_log) / name) if args_ns.autotune_log else None
+    run, config, tune_s = _tune(kernel, args, args_ns.backend, args_ns.effort, log)
     actual = run(*args)
     _check(actual, expected, bench)
     row["config"] = repr(config)
@@ -338,11 +343,14 @@ def main() -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None)
     parser.add_argument("--skip-compile", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--autotune-log", default=None, help="directory for each row's autotuner log (<kernel>.csv)")
     parser.add_argument(
         "--sweep", default=None,
         help=f"comma-separated kernels of {SWEEPABLE} to time over {len(SWEEP_ROWS)} row counts with static_shapes=False",
     )
     ns = parser.parse_args()
+    if ns.autotune_log:
+        Path(ns.autotune_log).mkdir(parents=True, exist_ok=True)
     if not torch.cuda.is_available():
         print("benchmarks/run.py needs a CUDA device", file=sys.stderr)
         return 2
