@@ -520,19 +520,12 @@ class TritonCompiledKernel:
             _ensure_allocator()
 
     def __call__(self, *host_values: Any) -> None:
-        try:
-            if self._swap:
-                # padded lanes may divide by zero: GPUs do not complain, and neither should numpy
-                with interpreted_language(), numpy.errstate(all="ignore"):
-                    self.launcher(*host_values)
-            else:
-                self.launcher(*host_values)
-        except exc.BaseError:
-            raise
-        except Exception as error:
-            if _is_triton_error(error):
-                raise self._explained(error) from error
-            raise
+        if self._swap:
+            # padded lanes may divide by zero: GPUs do not complain, and neither should numpy
+            with interpreted_language(), numpy.errstate(all="ignore"):
+                self._launch_explained(self.launcher, host_values)
+        else:
+            self._launch_explained(self.launcher, host_values)
         if self._fuse and self._direct._signature is not None:
             self._fuse = False
             fused = self._direct.build_fused_launcher(
@@ -542,20 +535,19 @@ class TritonCompiledKernel:
                 self.launcher = self.fast_call = fused
 
     def _module_launcher(self, *host_values: Any) -> None:
-        """The generated launcher with Triton's errors explained as `__call__` explains them:
-        the fused launcher's way for what it does not launch itself (a new specialization may
-        compile, and fail to)."""
+        """The fused launcher's way for what it does not launch itself (a new specialization may
+        compile, and fail to): the generated launcher, its errors explained as in `__call__`."""
+        self._launch_explained(self.module_launcher, host_values)
+
+    def _launch_explained(self, launcher: Any, host_values: tuple) -> None:
         try:
-            self.module_launcher(*host_values)
+            launcher(*host_values)
         except exc.BaseError:
             raise
         except Exception as error:
             if _is_triton_error(error):
-                raise self._explained(error) from error
+                raise exc.TritonError(self.source, f"{type(error).__name__}: {error}") from error
             raise
-
-    def _explained(self, error: Exception) -> exc.TritonError:
-        return exc.TritonError(self.source, f"{type(error).__name__}: {error}")
 
 
 def _is_triton_error(error: BaseException) -> bool:
