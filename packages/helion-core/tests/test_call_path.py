@@ -162,3 +162,18 @@ def test_a_call_keeps_no_argument_alive():
     del x, y, out
     gc.collect()
     assert all(ref() is None for ref in refs)
+
+
+def test_a_compiled_config_also_calls_through_the_guarded_launch():
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    bound = scaled_add.bind((x, y, 0.5))
+    run = bound.compile_config(helion.Config(block_sizes=[8]))
+    for _ in range(2):
+        torch.testing.assert_close(run(x, y, 0.5), x + 0.5 * y)
+    (variant,) = bound._variants[bound.normalize({"block_sizes": [8]})]
+    checked = []
+    general = variant.matches_call
+    variant.matches_call = lambda v, a: checked.append(1) or general(v, a)
+    torch.testing.assert_close(run(x, y, 0.5), x + 0.5 * y)
+    assert checked == []

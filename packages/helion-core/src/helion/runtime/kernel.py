@@ -575,10 +575,12 @@ class CompiledConfig:
     def __init__(self, bound: BoundKernel, config: Config) -> None:
         self.bound = bound
         self.config = config
-        self._run = bound._runner(config)
+        self._runners = bound._runners
+        bound._runner(config)
 
     def __call__(self, *args: Any) -> Any:
-        return self._run(*args)
+        # looked up per call: the runners are rewired once a variant has launched (guarded launch)
+        return self._runners[self.config][0](*args)
 
     @property
     def source(self) -> str:
