@@ -197,6 +197,25 @@ def test_loads_are_issued_before_the_math():
     assert len(loads) == 2 and max(loads) < tanh, source
 
 
+def _centered_scaled(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        row = x[tile, :]
+        centered = row - row.mean(-1, keepdim=True)
+        out[tile, :] = centered * w[None, :]
+    return out
+
+
+def test_a_load_is_not_moved_above_a_reduction():
+    x, w = torch.randn(13, 45), torch.randn(45)
+    expected = (x - x.mean(-1, keepdim=True)) * w
+    source = run_and_check(bind(_centered_scaled, x, w), {"block_sizes": [4]}, (x, w), expected)
+    lines = source.splitlines()
+    reduction = next(i for i, line in enumerate(lines) if "tl.sum(" in line)
+    weight = next(i for i, line in enumerate(lines) if "tl.load(w +" in line)
+    assert weight > reduction, source
+
+
 def test_a_load_is_not_moved_above_a_store():
     x, y = torch.randn(37), torch.randn(37)
     expected = (x * 2.0 + y, x * 2.0)

@@ -216,13 +216,14 @@ class GeneratedKernel:
 
 
 def loads_first(nodes: list[Node], fixed: Container[int] = frozenset()) -> list[Node]:
-    """The emission order of a block: each load moved up past the nodes before it that neither
-    compute one of its operands nor have an effect (a store, an atomic, a region, opaque code),
-    keeping the loads in their own order. Every load of a straight run is then issued before
-    the math on the first one: ptxas does not move a load across the branches of e.g.
-    ``libdevice.tanh``, so geglu written ``gelu(a[t]) * b[t]`` used to wait for ``a`` before
-    reading ``b``. Nodes in ``fixed`` (the looped reductions' groups) stay put and are not
-    passed."""
+    """The emission order of a block: each load moved up past the elementwise math before it
+    that does not compute one of its operands (`_load_may_pass`), keeping the loads in their
+    own order. Every load of a run of such math is then issued before the math on the first
+    one: ptxas does not move a load across the branches of e.g. ``libdevice.tanh``, so geglu
+    written ``gelu(a[t]) * b[t]`` used to wait for ``a`` before reading ``b``. A load stays
+    below stores, atomics, regions and opaque code (order of effects), and below reductions,
+    scans and dots (a load moved above them would hold its registers across them; that was not
+    measured to pay). Nodes in ``fixed`` (the looped reductions' groups) are not passed."""
     order: list[Node] = []
     for node in nodes:
         position = len(order)
@@ -230,19 +231,22 @@ def loads_first(nodes: list[Node], fixed: Container[int] = frozenset()) -> list[
             operands = {id(v) for v in _values_in(node.inputs)}
             while position > 0:
                 before = order[position - 1]
-                op = before.op
                 if (
-                    op.memory is not None
-                    or op.side_effects
-                    or op.structural
-                    or op.opaque
-                    or id(before) in fixed
+                    id(before) in fixed
+                    or not _load_may_pass(before.op)
                     or any(id(out) in operands for out in before.outputs)
                 ):
                     break
                 position -= 1
         order.insert(position, node)
     return order
+
+
+_INDEX_OPS = frozenset({ops.full, ops.arange, ops.constant, *ops.TILE_ATTRS.values()})
+
+
+def _load_may_pass(op: Any) -> bool:
+    return op.elementwise or op.view or op in _INDEX_OPS
 
 
 def _values_in(operands: Any) -> Iterator[Value]:
