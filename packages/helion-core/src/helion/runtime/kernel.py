@@ -540,9 +540,10 @@ class _CompiledTrace:
 
     def guarded_launch(self, arity: int, mode: HostMode, general: Callable[..., Any]) -> Callable[..., Any] | None:
         """The host code's device call for this variant in one function of ``arity`` values:
-        its guards inlined, then its compiled kernel; values it does not match go to
-        ``general``. None before `specialize_guards`."""
-        if self._guard is None:
+        its guards inlined, then its compiled kernel (its `fast_call` where it has one); values
+        it does not match go to ``general``. None before `specialize_guards`, and for a variant
+        that draws a seed per launch (the general launch does that)."""
+        if self._guard is None or self.ir.rng_seed is not None:
             return None
         expression, scope = self._guard
         names = ", ".join(f"v{i}" for i in range(arity))
@@ -825,9 +826,13 @@ class BoundKernel:
         variants = self._variants.setdefault(config, [])
         lifted = self._discovery_ir.lifted
         mode = HostMode(self, config)
-        launches_before_wiring = [2 if not lifted else -1]
+        # launches of the first variant before the host code calls its guarded launch (a
+        # backend may set up its `fast_call` at the second); a kernel with lifted tensors keeps
+        # the loop below
+        launches_left = 0 if lifted else 2
 
         def launch(*values: Any) -> None:
+            nonlocal launches_left
             if lifted:
                 values = _with_lifted(values, lifted)
             args = mode.args
@@ -840,17 +845,13 @@ class BoundKernel:
                 # torch.rand in device code: a seed from torch's CPU generator, per launch
                 values = (*values, draw_call_seed())
             variant.compiled(*values)
-            if launches_before_wiring[0] > 0 and variant is variants[0]:
-                # it launched: from now on the host code calls it without this loop (a variant
-                # that draws a seed or takes lifted tensors keeps it), through its `fast_call`
-                # where it has one (a backend may set it up at its second launch)
-                launches_before_wiring[0] -= 1
-                if launches_before_wiring[0] == 0 or getattr(variant.compiled, "fast_call", None):
-                    launches_before_wiring[0] = 0
-                    if variant.ir.rng_seed is None:
-                        guarded = variant.guarded_launch(len(values), mode, launch)
-                        if guarded is not None:
-                            self._wire(config, mode, guarded)
+            if launches_left and variant is variants[0]:
+                launches_left -= 1
+                if not launches_left or getattr(variant.compiled, "fast_call", None):
+                    launches_left = 0
+                    guarded = variant.guarded_launch(len(values), mode, launch)
+                    if guarded is not None:
+                        self._wire(config, mode, guarded)
 
         return self._wire(config, mode, launch)
 
