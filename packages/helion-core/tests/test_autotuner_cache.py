@@ -388,3 +388,22 @@ def test_a_second_process_reuses_the_cache_without_tuning(private_cache: Path) -
     assert first["compiles"] > 0
     second = _tune_in_fresh_process()
     assert second == {"config": first["config"], "compiles": 0}
+
+
+def test_csv_shows_the_rebenchmark_the_winner_was_picked_from(tmp_path: Path) -> None:
+    from helion.autotuner.benchmarking import BenchmarkHarness
+
+    log_base = tmp_path / "tuning"
+    bound = FakeBound(make_settings(autotune_log=str(log_base), autotune_accuracy_check=False))
+    configs = [Config(block_sizes=[32], num_warps=4), Config(block_sizes=[64], num_warps=4)]
+    with BenchmarkHarness(bound, ARGS, isolation="inprocess") as harness:
+        first_pass = harness.evaluate(configs)
+        again = harness.rebenchmark(configs, rounds=3)
+    assert first_pass == [pytest.approx(1.0), pytest.approx(2.0)]
+    assert again == [pytest.approx(1.0), pytest.approx(2.0)]
+    rows = [line.split(",", 5) for line in (tmp_path / "tuning.csv").read_text().splitlines()]
+    assert [row[:2] for row in rows[1:]] == [
+        ["0", "ok"], ["1", "ok"], ["r0", "rebenchmark"], ["r1", "rebenchmark"]
+    ]
+    assert float(rows[4][2]) == pytest.approx(2.0)
+    assert rows[4][4] == "samples 2.000000 2.000000 2.000000"

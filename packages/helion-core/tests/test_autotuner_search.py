@@ -409,6 +409,78 @@ def test_rebenchmark_of_leaders_picks_the_stable_winner() -> None:
     assert small_cost(best) == pytest.approx(1.0)
 
 
+def test_rebenchmark_gives_a_seed_crowded_out_by_the_leaders_neighbours_a_second_look() -> None:
+    """The seed is truly fastest, but its first pass came out 6% slow, behind seven configs
+    within 2% of each other: the top k alone would re-time only those."""
+    seed = Config(block_sizes=[32, 16], num_warps=2, pid_type="persistent_blocked")
+
+    def true_cost(config: Config) -> float:
+        if config_key(config) == config_key(seed):
+            return 1.0
+        return 1.02 if config["block_sizes"] == [32, 16] else 2.0 + small_cost(config)
+
+    class FirstPassNoise(CallableEvaluator):
+        def __init__(self) -> None:
+            super().__init__(true_cost)
+            self.rebenchmarked: list[Config] = []
+
+        def evaluate(self, configs):
+            times = super().evaluate(configs)
+            return [
+                t * 1.06 if config_key(c) == config_key(seed) else t
+                for c, t in zip(configs, times, strict=True)
+            ]
+
+        def rebenchmark(self, configs):
+            self.rebenchmarked = list(configs)
+            return [true_cost(c) for c in configs]
+
+    evaluator = FirstPassNoise()
+    search = RandomSearch(
+        small_spec(),
+        evaluator,
+        profile=QUICK.replace(rebenchmark_top_k=4, rebenchmark_threshold=1.15),
+        seed=0,
+        seed_configs=[seed],
+        count=96,
+        max_evaluations=96,
+        budget_seconds=None,
+    )
+    best = search.run()
+    keys = [config_key(c) for c in evaluator.rebenchmarked]
+    assert len(keys) == 5 and config_key(seed) in keys  # four leaders and the seed
+    assert config_key(best) == config_key(seed)
+    assert search.best_time == pytest.approx(1.0)
+
+
+def test_rebenchmark_candidates_keep_the_threshold_and_the_cap() -> None:
+    spec = small_spec()
+    configs = [
+        Config(block_sizes=[a, b], num_warps=w, pid_type="flat")
+        for a in (8, 16, 32, 64)
+        for b in (8, 16, 32)
+        for w in (1, 2)
+    ]  # 24 distinct configs, measured in this order with times 1.00, 1.01, ...
+    times = {config_key(spec.normalize(c) or c): 1.0 + 0.01 * i for i, c in enumerate(configs)}
+
+    def cost(config: Config) -> float:
+        return times[config_key(config)]
+
+    seeds = configs[10:] + [configs[5]]  # 1.10 .. 1.23 and 1.05
+    search = RandomSearch(
+        spec,
+        CallableEvaluator(cost),
+        profile=QUICK.replace(rebenchmark_top_k=3, rebenchmark_threshold=1.125),
+        seed_configs=seeds,
+        max_evaluations=len(configs),
+        budget_seconds=None,
+    )
+    search.evaluate(configs)
+    picked = [round(t.time_ms, 2) for t in search.rebenchmark_candidates()]
+    # the top three, then at most three more seeds, fastest first, none above 1.125 x best
+    assert picked == [1.0, 1.01, 1.02, 1.05, 1.10, 1.11]
+
+
 # ----------------------------------------------------------------------------- finite search
 def test_finite_search_benchmarks_exactly_the_given_configs() -> None:
     spec = small_spec()

@@ -1403,8 +1403,17 @@ class BenchmarkHarness:
             statistics.median(s) if s and compiled[i] is not None else math.inf
             for i, s in enumerate(samples)
         ]
-        for config, ms in zip(configs, times, strict=True):
+        for position, (config, ms, taken) in enumerate(zip(configs, times, samples, strict=True)):
             self.log.debug("rebenchmark %s: %s ms", config, ms)
+            # the CSV shows what the winner was picked from: first-pass rows above, these below
+            self._write_csv_row(
+                f"r{position}",
+                "rebenchmark" if math.isfinite(ms) else "rebenchmark failed",
+                ms,
+                None,
+                "samples " + " ".join(f"{t:.6f}" for t in taken),
+                config,
+            )
         return times
 
     # ------------------------------------------------------------------ bookkeeping
@@ -1442,6 +1451,24 @@ class BenchmarkHarness:
             self.log.warning("config %s %s: %s", result.config, result.status, result.reason)
 
     def _write_csv(self, result: CandidateResult) -> None:
+        self._write_csv_row(
+            len(self.results) - 1,
+            result.status,
+            result.time_ms if result.ok else None,
+            result.compile_seconds,
+            result.reason,
+            result.config,
+        )
+
+    def _write_csv_row(
+        self,
+        index: int | str,
+        status: str,
+        time_ms: float | None,
+        compile_seconds: float | None,
+        reason: str,
+        config: Any,
+    ) -> None:
         if not self._csv_path:
             return
         path = f"{self._csv_path}.csv"
@@ -1456,14 +1483,14 @@ class BenchmarkHarness:
                     self._csv_started = True
                 writer.writerow(
                     [
-                        len(self.results) - 1,
-                        result.status,
-                        "" if not result.ok else f"{result.time_ms:.6f}",
-                        "" if result.compile_seconds is None else f"{result.compile_seconds:.3f}",
-                        result.reason,
-                        result.config.to_json().replace("\n", " ")
-                        if hasattr(result.config, "to_json")
-                        else str(result.config),
+                        index,
+                        status,
+                        "" if time_ms is None or not math.isfinite(time_ms) else f"{time_ms:.6f}",
+                        "" if compile_seconds is None else f"{compile_seconds:.3f}",
+                        reason,
+                        config.to_json().replace("\n", " ")
+                        if hasattr(config, "to_json")
+                        else str(config),
                     ]
                 )
         except OSError as error:

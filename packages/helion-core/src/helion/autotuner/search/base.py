@@ -355,12 +355,7 @@ class BaseSearch:
         rebenchmark = getattr(self.evaluator, "rebenchmark", None)
         if rebenchmark is None or not math.isfinite(self.best_time):
             return
-        threshold = self.profile.rebenchmark_threshold
-        leaders = [
-            t
-            for t in self.ranked(self.profile.rebenchmark_top_k)
-            if t.time_ms <= self.best_time * threshold
-        ]
+        leaders = self.rebenchmark_candidates()
         if len(leaders) < 2:
             return
         times = rebenchmark([t.config for t in leaders])
@@ -372,6 +367,31 @@ class BaseSearch:
         best_ms, best_index = min(scored)
         self.best_config = leaders[best_index].config
         self.best_time = best_ms
+
+    def rebenchmark_candidates(self) -> list[Trial]:
+        """The trials re-timed before the winner is picked: the ``rebenchmark_top_k`` fastest,
+        then the fastest seeds not among them (at most as many again), all within
+        ``rebenchmark_threshold`` of the best.
+
+        Seeds get this second look because a search spends its later batches on the leader's
+        one-step neighbours, whose first-pass times cluster around the leader's and fill the
+        top k; a seed that one noisy first pass put a few percent behind would otherwise never
+        be timed next to them, yet seeds are the configs most often right for the kernel."""
+        limit = self.best_time * self.profile.rebenchmark_threshold
+        top_k = max(0, self.profile.rebenchmark_top_k)
+        leaders = [t for t in self.ranked(top_k) if t.time_ms <= limit]
+        chosen = {config_key(t.config) for t in leaders}
+        seed_keys = {config_key(c) for c in self.seed_configs}
+        extra = 0
+        for trial in self.ranked():
+            if extra >= top_k or trial.time_ms > limit:
+                break
+            key = config_key(trial.config)
+            if key in seed_keys and key not in chosen:
+                chosen.add(key)
+                leaders.append(trial)
+                extra += 1
+        return leaders
 
     # ---------------------------------------------------------------------- helpers
     def improved(self, previous_best: float, min_improvement: float) -> bool:
