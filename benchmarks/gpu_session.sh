@@ -10,6 +10,7 @@
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
+#   bash benchmarks/gpu_session.sh stability OUT # the quick search's picks over RUNS runs against its seeds
 #   bash benchmarks/gpu_session.sh profile OUT   # ncu sections of BENCH under CONFIG (benchmarks/profile_config.py)
 #   bash benchmarks/gpu_session.sh compare OUT   # BENCH under CONFIG next to torch.compile's kernel: sources,
 #                                                # SASS opcode counts, ncu sections (benchmarks/compare_compiled.py)
@@ -67,6 +68,12 @@ case "$phase" in
     step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-rope,geglu,embedding}" \
       --effort quick --json "$out/run_misses.json" --autotune-log "$out/tune"
     ;;
+  stability)  # tune each kernel RUNS times from scratch, then time every pick and seed interleaved:
+              # why a pick loses to a seed (benchmarks/pick_stability.py; ~35 s per tuning)
+    TAIL=60 step pick_stability 560 python3 benchmarks/pick_stability.py --kernels "${KERNELS:-swiglu,add,rope}" \
+      --runs "${RUNS:-3}" --out "$out/stability" --json "$out/stability.json"
+    tar czf "$out/stability_logs.tgz" -C "$out" stability  # subdirectories' files do not come back
+    ;;
   overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py
     ;;
@@ -93,6 +100,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|overhead|profile|compare|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|stability|overhead|profile|compare|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status

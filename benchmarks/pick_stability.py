@@ -1,0 +1,207 @@
+"""Does the quick search pick the same config run after run, and why does a pick lose to a seed?
+
+    python benchmarks/pick_stability.py [--kernels add,swiglu,geglu,rope] [--runs 3]
+                                        [--effort quick] [--rounds 5] [--out DIR] [--json FILE]
+
+Needs a CUDA device. For each kernel, at run.py's sizes, it tunes ``--runs`` times from scratch
+(forced, a fresh cache directory, the search's own time-based RNG seed), each search writing its
+CSV log (every first-pass time and the final re-benchmark's ``r<n>`` rows) under ``--out``. Then
+it times every run's pick and every seed config in ``--rounds`` interleaved rounds with the
+benchmarks' queued timer, and prints per run:
+
+- the pick's final rate and the fastest config's (both as TB/s and as a share of copy bandwidth);
+- where the fastest config stood in that run's first pass (its time, its rank), and whether the
+  run re-benchmarked it;
+- the first-pass spread: the pick's first-pass time against the final time of the same config.
+
+A pick that loses while the fastest config was never measured is a search problem; one measured
+but ranked low is a first-pass timing problem; one re-benchmarked and still lost is a
+re-benchmark problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import Timer, copy_bandwidth_tbs  # noqa: E402
+from run import BENCHES, _check  # noqa: E402  (also puts examples/ on sys.path)
+
+
+def config_text(config: Any) -> str:
+    """One spelling per config, whether it comes from a Config or from the CSV's JSON."""
+    values = json.loads(config) if isinstance(config, str) else dict(config)
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))
+
+
+def read_log(path: Path) -> dict[str, Any]:
+    """First-pass times (in measured order) and re-benchmark medians from one search's CSV."""
+    first: dict[str, float] = {}
+    again: dict[str, float] = {}
+    failed = 0
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            key = config_text(row["config"])
+            if row["status"] == "ok":
+                first[key] = float(row["time_ms"])
+            elif row["status"] == "rebenchmark":
+                again[key] = float(row["time_ms"])
+            elif row["status"] not in ("skipped", "rebenchmark failed"):
+                failed += 1
+    ranked = sorted(first, key=first.get)
+    return {"first": first, "again": again, "rank": {k: i + 1 for i, k in enumerate(ranked)}, "failed": failed}
+
+
+def final_times(candidates: dict[str, Any], args: tuple, bound: Any, expected: Any, bench: Any,
+                timer: Timer, rounds: int) -> dict[str, float]:
+    """Median over interleaved rounds of each config's queued median (order rotated per round)."""
+    runs: dict[str, Any] = {}
+    for key, config in candidates.items():
+        try:
+            run = bound.compile_config(config)
+            _check(run(*args), expected, bench)
+            runs[key] = run
+        except Exception as error:  # reported, not fatal: the other configs still count
+            print(f"   {config!r}: {type(error).__name__}: {str(error)[:160]}", flush=True)
+    samples: dict[str, list[float]] = {key: [] for key in runs}
+    order = list(runs)
+    for index in range(rounds):
+        shift = index % max(len(order), 1)
+        for key in order[shift:] + order[:shift]:
+            run = runs[key]
+            samples[key].append(timer.median_ms(lambda run=run: run(*args), target_s=0.05, queued=True))
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def study(name: str, options: argparse.Namespace, timer: Timer, copy: float, out: Path) -> dict:
+    bench = BENCHES[name]
+    kernel = getattr(importlib.import_module(bench.module), bench.kernel)
+    args = bench.make_args(timer.device)
+    expected = bench.reference(*args)
+    work = bench.work(args)
+    kernel.settings.autotune_effort = options.effort
+    kernel.reset()
+    bound = kernel.bind(args)
+    picks, runs = [], []
+    for index in range(options.runs):
+        log = out / f"{name}-run{index}"
+        bound.settings.autotune_log = str(log)
+        # a fresh RNG seed per run, as separate processes get: the same seed would repeat a run
+        bound.settings.autotune_random_seed = (time.time_ns() + index) % (2**31 - 1)
+        started = time.perf_counter()
+        config = bound.autotune(args, force=True)
+        seconds = time.perf_counter() - started
+        picks.append(config)
+        runs.append({"seconds": round(seconds, 1), "pick": config, "seed": bound.settings.autotune_random_seed,
+                     "log": read_log(Path(f"{log}.csv"))})
+        print(f"   run {index}: {seconds:.1f} s, pick {config!r}", flush=True)
+    seeds = [bound.config_spec.default_config(), *bound.seed_configs()]
+    candidates: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    for index, config in enumerate(picks):
+        key = config_text(config)
+        candidates.setdefault(key, config)
+        labels.setdefault(key, f"pick{index}")
+    for index, config in enumerate(seeds):
+        key = config_text(config)
+        candidates.setdefault(key, config)
+        labels[key] = labels.get(key, "") + ("+" if key in labels else "") + ("default" if index == 0 else f"seed{index}")
+    final = final_times(candidates, args, bound, expected, bench, timer, options.rounds)
+    fastest = min(final, key=final.get)
+
+    def rate(ms: float) -> float:
+        return work / (ms * 1e-3) / 1e12
+
+    rows = []
+    for index, run in enumerate(runs):
+        pick = config_text(run["pick"])
+        log = run["log"]
+        rows.append({
+            "run": index,
+            "rng_seed": run["seed"],
+            "seconds": run["seconds"],
+            "pick": labels[pick],
+            "pick_tbs": round(rate(final[pick]), 3) if pick in final else None,
+            "pick_first_pass_ms": log["first"].get(pick),
+            "pick_final_ms": final.get(pick),
+            "fastest": labels[fastest],
+            "fastest_tbs": round(rate(final[fastest]), 3),
+            "fastest_first_pass_ms": log["first"].get(fastest),
+            "fastest_rank": log["rank"].get(fastest),
+            "fastest_rebenchmarked_ms": log["again"].get(fastest),
+            "rebenchmarked": len(log["again"]),
+            "measured": len(log["first"]),
+            "failed": log["failed"],
+        })
+    configs = {labels[k]: {"config": repr(candidates[k]), "final_ms": round(final[k], 5),
+                           "tbs": round(rate(final[k]), 3), "of_copy": round(rate(final[k]) / copy, 3)}
+               for k in final}
+    return {"kernel": name, "copy_tbs": copy, "runs": rows, "configs": configs}
+
+
+def print_study(result: dict) -> None:
+    copy = result["copy_tbs"]
+    print(f"== {result['kernel']}")
+    for label, entry in sorted(result["configs"].items(), key=lambda item: item[1]["final_ms"]):
+        print(f"   {label:18} {entry['final_ms']:8.4f} ms {entry['tbs']:6.3f} TB/s {entry['of_copy']:6.1%}  {entry['config']}")
+    print(f"   {'run':>3} {'pick':>8} {'TB/s':>6} {'%copy':>6} {'1st ms':>8} {'fin ms':>8} | "
+          f"{'fastest':>8} {'1st ms':>8} {'rank':>4} {'reb ms':>8} | {'meas':>4} {'reb':>3} {'fail':>4}")
+    for row in result["runs"]:
+        def ms(value: float | None) -> str:
+            return f"{value:8.4f}" if value is not None else f"{'-':>8}"
+
+        share = f"{row['pick_tbs'] / copy:6.1%}" if row["pick_tbs"] else f"{'-':>6}"
+        print(f"   {row['run']:>3} {row['pick']:>8} {row['pick_tbs'] or 0:6.3f} {share} {ms(row['pick_first_pass_ms'])} "
+              f"{ms(row['pick_final_ms'])} | {row['fastest']:>8} {ms(row['fastest_first_pass_ms'])} "
+              f"{row['fastest_rank'] or '-':>4} {ms(row['fastest_rebenchmarked_ms'])} | "
+              f"{row['measured']:>4} {row['rebenchmarked']:>3} {row['failed']:>4}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", default="add,swiglu,geglu,rope")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--effort", default="quick")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", default=None, help="directory of the searches' CSV logs (default: a temp dir)")
+    parser.add_argument("--json", default=None)
+    options = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("pick_stability.py needs a CUDA device", file=sys.stderr)
+        return 2
+    # a private cache: no run may reuse another's result, nor a config tuned outside this script
+    os.environ["HELION_CACHE_DIR"] = tempfile.mkdtemp(prefix="helion-pick-stability-")
+    out = Path(options.out or tempfile.mkdtemp(prefix="helion-pick-logs-"))
+    out.mkdir(parents=True, exist_ok=True)
+    timer = Timer(torch.device("cuda"))
+    copy = copy_bandwidth_tbs(timer, queued=True)
+    print(f"copy bandwidth (queued) {copy:.3f} TB/s; logs in {out}", flush=True)
+    results = []
+    for name in options.kernels.split(","):
+        try:
+            result = study(name, options, timer, copy, out)
+        except Exception as error:  # one kernel's failure must not cost the others' rows
+            print(f"== {name}: {type(error).__name__}: {str(error)[:300]}", flush=True)
+            continue
+        results.append(result)
+        print_study(result)
+        if options.json:
+            Path(options.json).write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
