@@ -6,7 +6,9 @@ launch of the same add and an empty CUDA kernel, all measured in this run.
 The totals are measured round-robin (each row a batch of calls in turn, seven rounds, the best
 round kept), so a host that slows down mid-run slows every row alike. "helion, Triton's
 wrapper" is the same kernel launched through Triton's Python wrapper of its compiled launcher
-where the direct path would call the C launcher itself (Triton 3.6).
+where the direct path would call the C launcher itself (Triton 3.6). The breakdown after the
+totals also times torch's own launcher of Triton cubins (inductor's `_StaticCudaLauncher`) on the
+same compiled function, to see whether it launches for less than Triton's C launcher.
 
 Host time per call = wall time of N back-to-back calls / N (the GPU work is tiny, so the host is
 the bottleneck); the call path of a warm Helion kernel is key lookup + argument binding + launch.
@@ -120,8 +122,66 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         rows["  C launcher, tensor addresses"] = per_call_us(
             lambda: call(*g, stream, function, *head, *addresses, *tail)
         )
+        rows.update(_static_launcher_rows(direct, grid, g, args, kwargs, env, stream))
     print(f"(after the breakdown: enabled={direct.enabled}, grid launchers for {list(direct._grid_launchers)})")
     return rows
+
+
+# Triton signature type -> torch._C._StaticCudaLauncher's one-letter argument code
+_STATIC_CODES = {"i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l", "u1": "I", "u8": "B", "u16": "H",
+                 "u32": "I", "u64": "K", "fp16": "f", "bf16": "f", "fp32": "f", "fp64": "d"}
+
+
+def _static_launcher_rows(direct, grid, g, args, kwargs, env, stream) -> dict[str, float]:
+    """The same compiled function launched by torch's own launcher of Triton cubins (inductor's
+    `torch._C._StaticCudaLauncher`), every pointer passed as a u64 address: is it cheaper per
+    call than Triton's C launcher? Checked for the right sum before it is timed."""
+    static = getattr(torch._C, "_StaticCudaLauncher", None)
+    if static is None:
+        print("(no torch._C._StaticCudaLauncher in this torch)")
+        return {}
+    try:
+        kernel = direct.jit_function[grid](*args, **kwargs)  # the CompiledKernel of these args
+        names = list(direct.jit_function.arg_names)
+        signature = {(names[k] if isinstance(k, int) else k): v for k, v in kernel.src.signature.items()}
+        given = dict(zip(names, args))
+        given.update(kwargs)
+        codes, passed = "", []
+        for name in names:
+            kind = signature.get(name, "constexpr")
+            if kind == "constexpr":
+                continue
+            value = given[name]
+            if kind.startswith("*"):
+                codes, value = codes + "K", value.data_ptr()
+            else:
+                codes += _STATIC_CODES[kind]
+            passed.append(value)
+        for scratch in ("global_scratch_size", "profile_scratch_size"):
+            if hasattr(kernel.metadata, scratch):
+                if getattr(kernel.metadata, scratch) > 0:
+                    print(f"(static launcher not timed: the kernel needs {scratch})")
+                    return {}
+                codes, passed = codes + "K", [*passed, 0]
+        passed = tuple(passed)
+        shared = kernel.metadata.shared
+        warps = kernel.metadata.num_warps
+        function = kernel.function
+
+        def launch() -> None:
+            static._launch_kernel(function, *g, warps, shared, codes, passed, stream)
+
+        env["out"].zero_()
+        launch()
+        torch.cuda.synchronize()
+        if not torch.equal(env["out"], env["x"] + env["y"]):
+            print("(static launcher not timed: its launch did not compute the sum)")
+            return {}
+        print(f"(static launcher: codes {codes!r}, {warps} warps, {shared} B shared)")
+        return {"  torch static launcher, addresses": per_call_us(launch)}
+    except Exception as error:  # a private torch API: report, do not fail the run
+        print(f"(static launcher not timed: {type(error).__name__}: {str(error)[:200]})")
+        return {}
 
 
 def main() -> int:
