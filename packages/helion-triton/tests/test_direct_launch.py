@@ -12,6 +12,8 @@ import types
 
 import torch
 
+import helion
+import helion.language as hl
 from helion_triton.launcher import DirectLaunch
 
 
@@ -50,6 +52,14 @@ class FakeJIT:
             return self.compiled.setdefault(key, FakeCompiled(f"k{len(self.compiled)}", self.calls))
 
         return call
+
+
+@helion.kernel(backend="triton", autotune_effort="none")
+def double(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] * 2
+    return out
 
 
 def make(hooks=None):
@@ -320,3 +330,29 @@ def test_launchers_keep_no_tensor_of_a_launch_alive():
     del out, x
     gc.collect()
     assert all(ref() is None for ref in refs)
+
+
+def test_a_compiled_kernel_whose_module_kept_its_jit_function_launches_through_it(monkeypatch):
+    """A tool may keep the module's JIT function (sm90_compile_check records launches that
+    way): the compiled kernel then launches through the module launcher and fuses nothing."""
+    import helion_triton.launcher as launcher
+    from helion_triton.target import TritonTarget, has_block_ptr, range_kwargs
+
+    x = torch.randn(40)
+    bound = double.bind((x,))
+    hopper = TritonTarget("cuda", False, (9, 0), 132, has_block_ptr(), True, range_kwargs())
+    generated = bound.backend.generate(bound._discovery_ir, bound.config_spec.default_config(), hopper)
+    monkeypatch.setattr(launcher, "use_direct_launch", lambda module, name: None)
+    compiled = launcher.TritonCompiledKernel(generated, hopper, "double_kept_jit")
+    launches = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append((grid, args))
+
+    setattr(compiled.module, generated.kernel_name, Recorder())
+    env = {"x": x, "out": torch.empty_like(x)}
+    values = tuple(env[name] for name in bound.split.device_inputs)
+    for _ in range(3):
+        compiled(*values)
+    assert len(launches) == 3 and compiled.fast_call is None

@@ -508,7 +508,9 @@ class TritonCompiledKernel:
         self._direct: DirectLaunch | None = None
         if not target.interpret and target.is_cuda:
             use_direct_launch(self.module, generated.kernel_name)
-            self._direct = getattr(self.module, generated.kernel_name)
+            kernel = getattr(self.module, generated.kernel_name)
+            # a DirectLaunch unless something (a tool recording launches) kept the JIT function
+            self._direct = kernel if isinstance(kernel, DirectLaunch) else None
         self.launcher = self.module_launcher = getattr(self.module, generated.launcher_name)
         # once the kernel has launched directly, `launcher` becomes the fused launcher
         self._fuse = self._direct is not None and generated.launch_plan is not None
