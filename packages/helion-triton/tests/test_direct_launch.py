@@ -178,6 +178,31 @@ def test_a_grid_launcher_takes_the_jit_path_while_a_profiler_hook_is_set():
     assert kinds(jit.calls) == ["jit", "direct", "direct", "jit", "direct"]
 
 
+def test_a_grid_launcher_follows_hook_chains_that_gain_and_lose_calls():
+    """Triton 3.6's knobs hold two hook chains from the start: the grid launcher tests their
+    lists of calls as they change in place, and an assigned hook as the general path does."""
+
+    class Chain:
+        def __init__(self) -> None:
+            self.calls: list = []
+
+    hooks = types.SimpleNamespace(launch_enter_hook=Chain(), launch_exit_hook=Chain())
+    jit, direct = make(hooks)
+    out, x = torch.empty(40), torch.randn(40)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)  # the grid launcher is built with the empty chains
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_exit_hook.calls.append(lambda metadata: None)  # a profiler adds a hook
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_exit_hook.calls.clear()
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_enter_hook = lambda metadata: None  # a plain hook replaces the chain
+    direct[(1,)](out, x, 40, BLOCK=16)
+    hooks.launch_enter_hook = Chain()  # another, empty chain
+    direct[(1,)](out, x, 40, BLOCK=16)
+    assert kinds(jit.calls) == ["jit", "direct", "direct", "jit", "direct", "jit", "direct"]
+
+
 def test_grids_that_are_not_small_int_tuples_or_too_many_use_the_general_path():
     jit, direct = make()
     out, x = torch.empty(40), torch.randn(40)
