@@ -241,6 +241,57 @@ def test_a_grid_launcher_passes_cuda_tensors_as_their_addresses():
     assert jit.calls[-1][2][10] is cpu
 
 
+class CountingDict(dict):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups = 0
+
+    def get(self, key, default=None):
+        self.lookups += 1
+        return super().get(key, default)
+
+
+def test_the_first_launchs_entry_launches_without_a_lookup_while_its_key_holds():
+    devices = [0]
+    jit, direct = make()
+    direct._current_device = lambda: devices[0]
+    direct._entries = entries = CountingDict()
+    out, x = torch.empty(40).as_subclass(CudaLike), torch.randn(40).as_subclass(CudaLike)
+    direct[(1,)](out, x, 40, BLOCK=16)  # binds
+    direct[(1,)](out, x, 40, BLOCK=16)  # direct, through `launch`: the first key is recorded
+    launcher = direct[(1,)]
+    before = entries.lookups
+    launcher(out, x, 40, BLOCK=16)
+    launcher(out, x, 24, BLOCK=16)  # the same int class as 40
+    assert entries.lookups == before  # the primary branch: no key, no lookup
+    # as the general path launched, the tensors passed as their addresses
+    assert jit.calls[-2][2] == jit.calls[1][2][:9] + (out.data_ptr(), x.data_ptr(), 40, 16)
+    assert jit.calls[-1][2] == jit.calls[-2][2][:11] + (24, 16)
+    launcher(out, x, 48, BLOCK=16)  # a multiple of 16: another class, another specialization
+    launcher(out, x, 1, BLOCK=16)  # 1 is a constant to Triton: another one again
+    unaligned = torch.randn(41)[1:].as_subclass(CudaLike)
+    launcher(out, unaligned, 40, BLOCK=16)
+    devices[0] = 1
+    launcher(out, x, 40, BLOCK=16)  # another device: its own entry
+    assert kinds(jit.calls)[-4:] == ["jit", "jit", "jit", "jit"]
+    devices[0] = 0
+    launcher(out, x, 40, BLOCK=16)
+    assert kinds(jit.calls)[-1] == "direct" and len(entries) == 5
+
+
+def test_a_disabled_launcher_no_longer_takes_the_primary_branch():
+    jit, direct = make()
+    out, x = torch.empty(40).as_subclass(CudaLike), torch.randn(40).as_subclass(CudaLike)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    direct[(1,)](out, x, 40, BLOCK=16)
+    launcher = direct[(1,)]
+    jit.compiled[next(iter(jit.compiled))].refuse = True
+    launcher(out, x, 40, BLOCK=16)  # refused in the primary branch: disables, then the JIT
+    assert not direct.enabled
+    launcher(out, x, 40, BLOCK=16)
+    assert kinds(jit.calls)[-2:] == ["jit", "jit"]
+
+
 def test_disabling_drops_the_grid_launchers():
     jit, direct = make()
     out, x = torch.empty(40), torch.randn(40)
