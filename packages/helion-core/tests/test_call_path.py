@@ -177,3 +177,63 @@ def test_a_compiled_config_also_calls_through_the_guarded_launch():
     variant.matches_call = lambda v, a: checked.append(1) or general(v, a)
     torch.testing.assert_close(run(x, y, 0.5), x + 0.5 * y)
     assert checked == []
+
+
+def test_the_warm_call_takes_repeated_calls_without_building_the_key():
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    scaled_add(x, y, 0.5)  # binds (the general path)
+    scaled_add(x, y, 0.5)  # found by its key: its warm call is set
+    assert scaled_add._warm is not None
+    keys = []
+    fast = scaled_add._fast_keys[True]
+    scaled_add._fast_keys[True] = lambda args: keys.append(args) or fast(args)
+    try:
+        for alpha in (0.5, 2.0):  # another value of a runtime scalar: the same key
+            torch.testing.assert_close(scaled_add(x, y, alpha), x + alpha * y)
+        assert keys == []
+        for args in [
+            (torch.randn(53), torch.randn(53), 1.0),  # another shape
+            (torch.randn(37, 2)[:, 0], y, 1.0),  # another stride
+            (x.double(), y.double(), 1.0),  # another dtype
+            (x, y, 2),  # an int where a float was
+        ]:
+            torch.testing.assert_close(scaled_add(*args), args[0] + args[2] * args[1])
+        assert len(keys) == 4  # each bound by the general path: the warm call stays x's
+        torch.testing.assert_close(scaled_add(x, y, 1.0), x + y)
+        assert len(keys) == 4
+        longer = torch.randn(53), torch.randn(53)
+        for _ in range(2):  # found by its key once, then by its own warm call
+            torch.testing.assert_close(scaled_add(*longer, 1.0), longer[0] + longer[1])
+        assert len(keys) == 5
+        torch.testing.assert_close(scaled_add(x, y, 1.0), x + y)  # back through the key
+        assert len(keys) == 6
+    finally:
+        scaled_add._fast_keys[True] = fast
+
+
+def test_the_warm_call_follows_settings_and_reset():
+    from helion.runtime.settings import RefMode
+
+    scaled_add.reset()
+    x, y = torch.randn(37), torch.randn(37)
+    scaled_add(x, y, 0.5)
+    scaled_add(x, y, 0.5)
+    warm = scaled_add._warm
+    assert warm is not None and warm((x, y, 0.5), scaled_add.settings) is not None
+    settings = scaled_add.settings
+    try:
+        settings.static_shapes = False  # keys without sizes: the warm call of sizes declines
+        from helion.runtime.kernel import _MISS
+
+        assert warm((x, y, 0.5), settings) is _MISS
+        torch.testing.assert_close(scaled_add(x, y, 0.5), x + 0.5 * y)
+        settings.static_shapes = True
+        settings.ref_mode = RefMode.EAGER
+        assert scaled_add._warm((x, y, 0.5), settings) is _MISS
+        torch.testing.assert_close(scaled_add(x, y, 0.5), x + 0.5 * y)
+    finally:
+        settings.static_shapes = True
+        settings.ref_mode = RefMode.OFF
+    scaled_add.reset()
+    assert scaled_add._warm is None and not scaled_add._bound
