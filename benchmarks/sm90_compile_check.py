@@ -48,6 +48,16 @@ def _signature_type(value: object) -> str:
     raise TypeError(f"no Triton type for {type(value).__name__}")
 
 
+def _divisible(value: object) -> bool:
+    """Whether Triton's JIT marks this argument ``tt.divisibility=16`` (a 16-byte aligned
+    address, an int divisible by 16): what lets it emit 128-bit loads and stores."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.data_ptr() % 16 == 0
+    return isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0
+
+
 def _cases(kernels: list[str], benches: list[str]) -> list[tuple[str, object, object]]:
     """(name, kernel function, args factory): the examples' own cases at their test shapes, or
     the benchmarks' kernels at the sizes benchmarks/run.py times (CPU tensors)."""
@@ -110,6 +120,8 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
                 for name in names
             },
             "constexprs": {k: v for k, v in constexprs.items() if isinstance(v, (int, float, bool))},
+            # the argument positions the JIT would mark divisible by 16 (its vectorization hint)
+            "divisible": [i for i, name in enumerate(names) if name not in constexprs and _divisible(values.get(name))],
             "num_warps": int(kwargs.get("num_warps", 4)),
             "num_stages": int(kwargs.get("num_stages", 3)),
         })
@@ -168,6 +180,33 @@ def _ptxas_resources(ptx: str, path: Path) -> tuple[str, str]:
     return (regs.group(1) if regs else "?"), (spills.group(1) if spills else "?")
 
 
+def _memory_widths(cubin: bytes, path: Path) -> str:
+    """The kernel's global loads and stores by width, from its SASS (Triton's cuobjdump):
+    ``ld 128x4 16x2 / st 128x2`` -- a memory-bound kernel wants 128-bit accesses."""
+    import collections
+    import os
+    import re
+    import subprocess
+
+    import triton
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    path.write_bytes(cubin)
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
+    counts: dict[str, collections.Counter] = {"LDG": collections.Counter(), "STG": collections.Counter()}
+    for op, suffixes in re.findall(r"\b(LDG|STG)((?:\.[A-Z0-9_]+)*)", sass):
+        parts = suffixes.split(".")
+        bits = next((int(p) for p in parts if p in ("64", "128")), None)
+        if bits is None:
+            bits = 8 if any(p in ("U8", "S8") for p in parts) else 16 if any(p in ("U16", "S16") for p in parts) else 32
+        counts[op][bits] += 1
+
+    def text(counter: collections.Counter) -> str:
+        return " ".join(f"{bits}x{n}" for bits, n in sorted(counter.items(), reverse=True)) or "-"
+
+    return f"ld {text(counts['LDG'])} / st {text(counts['STG'])}"
+
+
 def compile_all(directory: Path, verbose: bool = False) -> int:
     import triton
     from triton.backends.compiler import GPUTarget
@@ -185,7 +224,8 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
         try:
             spec.loader.exec_module(module)
             jit = getattr(module, entry["kernel"])  # the launched one, not a combine function
-            source = triton.compiler.ASTSource(jit, entry["signature"], constexprs=entry["constexprs"])
+            attrs = {(i,): [["tt.divisibility", 16]] for i in entry.get("divisible", [])}
+            source = triton.compiler.ASTSource(jit, entry["signature"], constexprs=entry["constexprs"], attrs=attrs)
             compiled = triton.compile(
                 source,
                 target=GPUTarget("cuda", 90, 32),
@@ -193,16 +233,17 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
             )
             if verbose:
                 regs, spills = _ptxas_resources(compiled.asm["ptx"], directory / (path.stem + ".ptx"))
-                report.append((entry["case"], regs, spills, compiled.metadata.shared, entry["config"]))
+                widths = _memory_widths(compiled.asm["cubin"], directory / (path.stem + ".cubin"))
+                report.append((entry["case"], regs, spills, compiled.metadata.shared, widths, entry["config"]))
         except Exception as error:  # noqa: BLE001 - reported per kernel
             failures += 1
             lines = [ln for ln in str(error).splitlines() if "error" in ln.lower() or "failed" in ln.lower()]
             print(f"FAIL {entry['case']}: {type(error).__name__}: {(lines or [str(error)])[-1][:200]}")
             print(f"     {entry['config']}")
     if verbose:
-        print(f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  config")
-        for case, regs, spills, shared, config in report:
-            print(f"{case:28} {regs!s:>5} {spills!s:>6} {shared!s:>7}  {config}")
+        print(f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  {'global loads / stores (bits x count)':40} config")
+        for case, regs, spills, shared, widths, config in report:
+            print(f"{case:28} {regs!s:>5} {spills!s:>6} {shared!s:>7}  {widths:40} {config}")
     print(f"triton {triton.__version__}: {len(entries) - failures} of {len(entries)} compiled for cuda:90")
     return 1 if failures else 0
 
@@ -215,7 +256,8 @@ def main() -> int:
     parser.add_argument("--benches", default="", help="benchmarks/run.py kernels at its sizes, instead of the examples")
     parser.add_argument("--random", type=int, default=0)
     parser.add_argument(
-        "--resources", action="store_true", help="print ptxas's registers and spills and the shared memory per kernel"
+        "--resources", action="store_true",
+        help="print ptxas's registers and spills, the shared memory and the global load and store widths per kernel"
     )
     ns = parser.parse_args()
     directory = Path(ns.dir)
