@@ -59,3 +59,41 @@ def test_pick_stability_reads_the_rebenchmark_rows(tmp_path: Path) -> None:
     assert [log["first"][k] for k in keys] == [round(t, 6) for t in first]
     assert [log["again"][k] for k in keys] == [round(t, 6) for t in again]
     assert log["failed"] == 0
+
+
+def test_seeds_compile_for_hopper_with_wide_accesses_and_no_spills(tmp_path: Path) -> None:
+    """benchmarks/sm90_compile_check.py on this machine (Triton compiles for sm_90 without a GPU):
+    the add and softmax seeds at run.py's sizes move 16 bytes per access (the bf16 seeds with 8
+    elements per thread), and none spills. A code generator change that loses Triton's
+    alignment hints, or adds a mask where none is needed, shows up here as narrower accesses."""
+    import re
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "sm90_compile_check.py"), "check", str(tmp_path),
+         "--benches", "add,softmax", "--resources"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = {}
+    for line in done.stdout.splitlines():
+        match = re.match(r"((?:add|softmax)_\d+)\s+(\d+)\s+(\d+)\s+\d+\s+(ld .*? / st \S+(?: \S+)*?)\s+helion\.Config", line)
+        if match:
+            rows[match.group(1)] = (int(match.group(3)), match.group(4), line)
+    assert len(rows) >= 10, done.stdout[-2000:]
+    for case, (spills, widths, line) in rows.items():
+        assert spills == 0, line
+        accesses = re.findall(r"(\d+)x\d+", widths)
+        elements_per_thread = None
+        config = re.search(r"block_sizes=\[([\d, ]+)\].*?num_warps=(\d+)", line)
+        if config:
+            numel = 1
+            for size in config.group(1).split(","):
+                numel *= int(size)
+            elements_per_thread = numel // (32 * int(config.group(2)))
+        if case.startswith("add") and elements_per_thread and elements_per_thread >= 8:
+            assert set(accesses) == {"128"}, line
+        if case.startswith("softmax"):  # rows of 8192 bf16: every seed has 16 elements a thread
+            assert set(accesses) == {"128"}, line
+    assert re.search(r"(\d+) of \1 compiled for cuda:90", done.stdout), done.stdout[-500:]
