@@ -124,6 +124,7 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
             "divisible": [i for i, name in enumerate(names) if name not in constexprs and _divisible(values.get(name))],
             "num_warps": int(kwargs.get("num_warps", 4)),
             "num_stages": int(kwargs.get("num_stages", 3)),
+            "maxnreg": kwargs.get("maxnreg"),
         })
         return None
 
@@ -229,7 +230,11 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
             compiled = triton.compile(
                 source,
                 target=GPUTarget("cuda", 90, 32),
-                options={"num_warps": entry["num_warps"], "num_stages": entry["num_stages"]},
+                options={
+                    "num_warps": entry["num_warps"],
+                    "num_stages": entry["num_stages"],
+                    **({"maxnreg": entry["maxnreg"]} if entry.get("maxnreg") else {}),
+                },
             )
             if verbose:
                 regs, spills = _ptxas_resources(compiled.asm["ptx"], directory / (path.stem + ".ptx"))
