@@ -51,7 +51,7 @@ def read_log(path: Path) -> dict[str, Any]:
     """First-pass times (in measured order) and re-benchmark medians from one search's CSV."""
     first: dict[str, float] = {}
     again: dict[str, float] = {}
-    failed = 0
+    failures: list[str] = []  # "index status: reason" of each candidate that failed
     with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
             key = config_text(row["config"])
@@ -60,9 +60,10 @@ def read_log(path: Path) -> dict[str, Any]:
             elif row["status"] == "rebenchmark":
                 again[key] = float(row["time_ms"])
             elif row["status"] not in ("skipped", "rebenchmark failed"):
-                failed += 1
+                failures.append(f"{row['index']} {row['status']}: {row['reason'][:160]}")
     ranked = sorted(first, key=first.get)
-    return {"first": first, "again": again, "rank": {k: i + 1 for i, k in enumerate(ranked)}, "failed": failed}
+    return {"first": first, "again": again, "rank": {k: i + 1 for i, k in enumerate(ranked)},
+            "failed": len(failures), "failures": failures}
 
 
 def final_times(candidates: dict[str, Any], args: tuple, bound: Any, expected: Any, bench: Any,
@@ -145,6 +146,7 @@ def study(name: str, options: argparse.Namespace, timer: Timer, copy: float, out
             "rebenchmarked": len(log["again"]),
             "measured": len(log["first"]),
             "failed": log["failed"],
+            "failures": log["failures"],
         })
     configs = {labels[k]: {"config": repr(candidates[k]), "final_ms": round(final[k], 5),
                            "tbs": round(rate(final[k]), 3), "of_copy": round(rate(final[k]) / copy, 3)}
@@ -168,6 +170,9 @@ def print_study(result: dict) -> None:
               f"{ms(row['pick_final_ms'])} | {row['fastest']:>8} {ms(row['fastest_first_pass_ms'])} "
               f"{row['fastest_rank'] or '-':>4} {ms(row['fastest_rebenchmarked_ms'])} | "
               f"{row['measured']:>4} {row['rebenchmarked']:>3} {row['failed']:>4}", flush=True)
+    for row in result["runs"]:  # why candidates failed: a failed seed never competes
+        for failure in row["failures"][:4]:
+            print(f"   run {row['run']} failed: {failure}", flush=True)
 
 
 def main() -> int:

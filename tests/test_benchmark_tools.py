@@ -58,7 +58,7 @@ def test_pick_stability_reads_the_rebenchmark_rows(tmp_path: Path) -> None:
     keys = [pick_stability.config_text(c) for c in configs]
     assert [log["first"][k] for k in keys] == [round(t, 6) for t in first]
     assert [log["again"][k] for k in keys] == [round(t, 6) for t in again]
-    assert log["failed"] == 0
+    assert log["failed"] == 0 and log["failures"] == []
 
 
 def test_seeds_compile_for_hopper_with_wide_accesses_and_no_spills(tmp_path: Path) -> None:
