@@ -118,3 +118,18 @@ def test_a_wide_row_that_cannot_loop_is_left_to_the_compiler(monkeypatch) -> Non
     monkeypatch.setitem(analysis.analyze(bound.ir).rdim_infeasible, block, "a store of the row")
     whole = helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=16)
     assert tile_problem(bound.ir, whole, gpu=True) is None
+
+
+def test_a_looped_reduction_chunk_that_would_spill_is_refused_on_a_gpu() -> None:
+    """Cross entropy's [64, 512] chunk on 1 warp spilled 15480 bytes a thread under sm_90 ptxas
+    (benchmarks/sm90_compile_check.py, Triton 3.6): a chunk is held whole while it is reduced."""
+    x = torch.randn(300, 5000)
+    bound = row_sums.bind((x,))
+    spilling = helion.Config(block_sizes=[64], reduction_loops=[512], num_warps=1)
+    problem = tile_problem(bound.ir, spilling, gpu=True)
+    assert problem is not None and "1024 registers per thread with 1 warps" in problem
+    assert "reduction chunk" in problem and "reduction_loops" in problem
+    assert tile_problem(bound.ir, spilling, gpu=False) is None  # no register file to spill
+    # the same chunk on 8 warps (128 a thread), or one row's chunk of 256 on 1 warp (8 a thread)
+    assert tile_problem(bound.ir, helion.Config(block_sizes=[64], reduction_loops=[512], num_warps=8), gpu=True) is None
+    assert tile_problem(bound.ir, helion.Config(block_sizes=[1], reduction_loops=[256], num_warps=1), gpu=True) is None

@@ -539,6 +539,7 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
     symbols = {info.symbol: extents[info.block_id] for info in ir.block_sizes}
     threads = 32 * int(config.get("num_warps", 4) or 4)
     loopable = _persistent_loopable_rows(ir, config) if gpu else set()
+    chunks = _looped_reduction_blocks(ir, config) if gpu else set()
     for entries, where, is_dot in _tile_shapes(ir):
         numel = 1
         for entry in entries:
@@ -571,7 +572,29 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
                 f"{MAX_REGISTERS_PER_THREAD}) and would spill; loop the reduction instead "
                 f"(reduction_loops)"
             )
+        looped = [e[1] for e in entries if isinstance(e, tuple) and e[1] in chunks]
+        if looped and numel > MAX_REGISTERS_PER_THREAD * threads:
+            # a looped reduction's chunk is held whole while it is reduced (and reused after):
+            # it spills the same way. sm_90 ptxas (Triton 3.6) on cross entropy's [64, 512]
+            # chunk on 1 warp: 15480 bytes of spills a thread; softmax's [64, 64]: 3760
+            return (
+                f"a reduction chunk of {numel} elements ({where}) needs {numel // threads} "
+                f"registers per thread with {threads // 32} warps (a thread has "
+                f"{MAX_REGISTERS_PER_THREAD}) and would spill; use a smaller chunk "
+                f"(reduction_loops), fewer rows (block_sizes) or more warps"
+            )
     return None
+
+
+def _looped_reduction_blocks(ir: KernelIR, config: Config) -> set[int]:
+    """Reduction blocks that ``config`` loops over in chunks (``reduction_loops`` entry set)."""
+    loops = list(config.get("reduction_loops", ()) or ())
+    blocks = set()
+    for info in ir.reduction_blocks():
+        index = info.config_index
+        if index is not None and index < len(loops) and loops[index] is not None:
+            blocks.add(info.block_id)
+    return blocks
 
 
 def _persistent_loopable_rows(ir: KernelIR, config: Config) -> set[int]:
