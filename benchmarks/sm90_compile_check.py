@@ -183,7 +183,8 @@ def _ptxas_resources(ptx: str, path: Path) -> tuple[str, str]:
 
 def _memory_widths(cubin: bytes, path: Path) -> str:
     """The kernel's global loads and stores by width, from its SASS (Triton's cuobjdump):
-    ``ld 128x4 16x2 / st 128x2`` -- a memory-bound kernel wants 128-bit accesses."""
+    ``ld 128x4 16x2 / st 128x2`` -- a memory-bound kernel wants 128-bit accesses -- and the
+    counts of TMA copies and warpgroup MMA instructions, where there are any."""
     import collections
     import os
     import re
@@ -205,7 +206,12 @@ def _memory_widths(cubin: bytes, path: Path) -> str:
     def text(counter: collections.Counter) -> str:
         return " ".join(f"{bits}x{n}" for bits, n in sorted(counter.items(), reverse=True)) or "-"
 
-    return f"ld {text(counts['LDG'])} / st {text(counts['STG'])}"
+    # tensor-memory-accelerator copies and warpgroup MMAs (Hopper's fast paths), where used
+    extra = collections.Counter(
+        {"tma": len(re.findall(r"\bUTMA(?:LDG|STG)\b", sass)), "wgmma": len(re.findall(r"\b[HQIB]GMMA\b", sass))}
+    )
+    notes = "".join(f" {name} {count}" for name, count in extra.items() if count)
+    return f"ld {text(counts['LDG'])} / st {text(counts['STG'])}{notes}"
 
 
 def compile_all(directory: Path, verbose: bool = False) -> int:
@@ -246,7 +252,7 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
             print(f"FAIL {entry['case']}: {type(error).__name__}: {(lines or [str(error)])[-1][:200]}")
             print(f"     {entry['config']}")
     if verbose:
-        print(f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  {'global loads / stores (bits x count)':40} config")
+        print(f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  {'global loads / stores (bits x count), TMA, wgmma':40} config")
         for case, regs, spills, shared, widths, config in report:
             print(f"{case:28} {regs!s:>5} {spills!s:>6} {shared!s:>7}  {widths:40} {config}")
     print(f"triton {triton.__version__}: {len(entries) - failures} of {len(entries)} compiled for cuda:90")

@@ -61,39 +61,61 @@ def test_pick_stability_reads_the_rebenchmark_rows(tmp_path: Path) -> None:
     assert log["failed"] == 0 and log["failures"] == []
 
 
-def test_seeds_compile_for_hopper_with_wide_accesses_and_no_spills(tmp_path: Path) -> None:
-    """benchmarks/sm90_compile_check.py on this machine (Triton compiles for sm_90 without a GPU):
-    the add and softmax seeds at run.py's sizes move 16 bytes per access (the bf16 seeds with 8
-    elements per thread), and none spills. A code generator change that loses Triton's
-    alignment hints, or adds a mask where none is needed, shows up here as narrower accesses."""
+def _sm90_report(tmp_path: Path, benches: str) -> tuple[str, dict[str, tuple[int, str, str]]]:
+    """Run benchmarks/sm90_compile_check.py on run.py's kernels ``benches``: its output, and per
+    recorded case (spills, the access column, the whole line)."""
     import re
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
         [sys.executable, str(root / "benchmarks" / "sm90_compile_check.py"), "check", str(tmp_path),
-         "--benches", "add,softmax", "--resources"],
+         "--benches", benches, "--resources"],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert re.search(r"(\d+) of \1 compiled for cuda:90", done.stdout), done.stdout[-500:]
     rows = {}
     for line in done.stdout.splitlines():
-        match = re.match(r"((?:add|softmax)_\d+)\s+(\d+)\s+(\d+)\s+\d+\s+(ld .*? / st \S+(?: \S+)*?)\s+helion\.Config", line)
+        match = re.match(r"(\w+_\d+)\s+(\d+)\s+(\d+)\s+\d+\s+(ld .*?)\s+helion\.Config", line)
         if match:
             rows[match.group(1)] = (int(match.group(3)), match.group(4), line)
-    assert len(rows) >= 10, done.stdout[-2000:]
-    for case, (spills, widths, line) in rows.items():
+    return done.stdout, rows
+
+
+def test_matmul_seeds_compile_for_hopper_to_tma_and_warpgroup_mma(tmp_path: Path) -> None:
+    """The matmul seeds at 4096^3 bf16 (every seed; the default config has no TMA) load through
+    TMA, multiply with wgmma and do not spill, compiled for sm_90 on this machine."""
+    import re
+
+    output, rows = _sm90_report(tmp_path, "matmul")
+    # the tool records each seed, then the default config last (no random ones asked for)
+    last = max(rows, key=lambda case: int(case.rsplit("_", 1)[1]))
+    seeds = {case: row for case, row in rows.items() if case != last}
+    assert len(seeds) >= 4, output[-2000:]
+    for case, (spills, accesses, line) in seeds.items():
         assert spills == 0, line
-        accesses = re.findall(r"(\d+)x\d+", widths)
-        elements_per_thread = None
+        assert re.search(r"\btma [1-9]", accesses) and re.search(r"\bwgmma [1-9]", accesses), line
+    assert all(re.search(r"\bwgmma [1-9]", row[1]) for row in rows.values()), output[-2000:]
+
+
+def test_seeds_compile_for_hopper_with_wide_accesses_and_no_spills(tmp_path: Path) -> None:
+    """The add and softmax seeds at run.py's sizes, compiled for sm_90 on this machine (Triton
+    needs no GPU for that), move 16 bytes per access (the bf16 seeds with 8 elements a thread)
+    and do not spill. A code generator change that loses Triton's alignment hints, or adds a
+    mask where none is needed, shows up here as narrower accesses."""
+    import re
+
+    output, rows = _sm90_report(tmp_path, "add,softmax")
+    assert len(rows) >= 10, output[-2000:]
+    for case, (spills, accesses, line) in rows.items():
+        assert spills == 0, line
+        widths = set(re.findall(r"(\d+)x\d+", accesses))
         config = re.search(r"block_sizes=\[([\d, ]+)\].*?num_warps=(\d+)", line)
-        if config:
-            numel = 1
-            for size in config.group(1).split(","):
-                numel *= int(size)
-            elements_per_thread = numel // (32 * int(config.group(2)))
-        if case.startswith("add") and elements_per_thread and elements_per_thread >= 8:
-            assert set(accesses) == {"128"}, line
+        numel = 1
+        for size in config.group(1).split(","):
+            numel *= int(size)
+        if case.startswith("add") and numel // (32 * int(config.group(2))) >= 8:
+            assert widths == {"128"}, line
         if case.startswith("softmax"):  # rows of 8192 bf16: every seed has 16 elements a thread
-            assert set(accesses) == {"128"}, line
-    assert re.search(r"(\d+) of \1 compiled for cuda:90", done.stdout), done.stdout[-500:]
+            assert widths == {"128"}, line
