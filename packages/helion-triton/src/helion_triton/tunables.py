@@ -538,8 +538,7 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
         return None  # not a tile-size question: compiling it reports what is wrong
     symbols = {info.symbol: extents[info.block_id] for info in ir.block_sizes}
     threads = 32 * int(config.get("num_warps", 4) or 4)
-    loopable = _persistent_loopable_rows(ir, config) if gpu else set()
-    chunks = _looped_reduction_blocks(ir, config) if gpu else set()
+    rows = _register_judged_rows(ir, config) if gpu else {}
     for entries, where, is_dot in _tile_shapes(ir):
         numel = 1
         for entry in entries:
@@ -561,54 +560,45 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
                 f"a dot result of {numel} elements ({where}) needs {numel // threads} registers "
                 f"per thread with {threads // 32} warps; a thread has {MAX_REGISTERS_PER_THREAD}"
             )
-        whole_rows = [e[1] for e in entries if isinstance(e, tuple) and e[1] in loopable]
-        if whole_rows and numel > MAX_REGISTERS_PER_THREAD * threads:
-            # the value alone outgrows a thread's registers, so it spills; the row could loop
-            # instead. H200, cross entropy over 128256 logits: whole rows on 8 or 16 warps
-            # spilled 3.7-5.6 KB a thread and ran at 0.58-0.88 TB/s, looped rows at 3.4-3.5
-            return (
-                f"a whole-row tile of {numel} elements ({where}) needs {numel // threads} "
-                f"registers per thread with {threads // 32} warps (a thread has "
-                f"{MAX_REGISTERS_PER_THREAD}) and would spill; loop the reduction instead "
-                f"(reduction_loops)"
+        kinds = {rows[e[1]] for e in entries if isinstance(e, tuple) and e[1] in rows}
+        if kinds and numel > MAX_REGISTERS_PER_THREAD * threads:
+            # the value alone outgrows a thread's registers, so it spills. A whole row could
+            # loop instead (H200, cross entropy over 128256 logits: whole rows on 8 or 16 warps
+            # spilled 3.7-5.6 KB a thread and ran at 0.58-0.88 TB/s, looped rows at 3.4-3.5); a
+            # looped chunk is held whole while it is reduced (sm_90 ptxas, Triton 3.6: cross
+            # entropy's [64, 512] chunk on 1 warp spilled 15480 bytes a thread)
+            need = (
+                f"needs {numel // threads} registers per thread with {threads // 32} warps "
+                f"(a thread has {MAX_REGISTERS_PER_THREAD}) and would spill"
             )
-        looped = [e[1] for e in entries if isinstance(e, tuple) and e[1] in chunks]
-        if looped and numel > MAX_REGISTERS_PER_THREAD * threads:
-            # a looped reduction's chunk is held whole while it is reduced (and reused after):
-            # it spills the same way. sm_90 ptxas (Triton 3.6) on cross entropy's [64, 512]
-            # chunk on 1 warp: 15480 bytes of spills a thread; softmax's [64, 64]: 3760
+            if "whole" in kinds:
+                return (
+                    f"a whole-row tile of {numel} elements ({where}) {need}; loop the reduction "
+                    f"instead (reduction_loops)"
+                )
             return (
-                f"a reduction chunk of {numel} elements ({where}) needs {numel // threads} "
-                f"registers per thread with {threads // 32} warps (a thread has "
-                f"{MAX_REGISTERS_PER_THREAD}) and would spill; use a smaller chunk "
+                f"a reduction chunk of {numel} elements ({where}) {need}; use a smaller chunk "
                 f"(reduction_loops), fewer rows (block_sizes) or more warps"
             )
     return None
 
 
-def _looped_reduction_blocks(ir: KernelIR, config: Config) -> set[int]:
-    """Reduction blocks that ``config`` loops over in chunks (``reduction_loops`` entry set)."""
-    loops = list(config.get("reduction_loops", ()) or ())
-    blocks = set()
-    for info in ir.reduction_blocks():
-        index = info.config_index
-        if index is not None and index < len(loops) and loops[index] is not None:
-            blocks.add(info.block_id)
-    return blocks
-
-
-def _persistent_loopable_rows(ir: KernelIR, config: Config) -> set[int]:
-    """Reduction blocks that ``config`` keeps whole (``reduction_loops`` entry None) although
-    the backend could loop them."""
+def _register_judged_rows(ir: KernelIR, config: Config) -> dict[int, str]:
+    """Reduction blocks whose tiles must fit a thread's registers: ``"whole"`` for a row that
+    ``config`` keeps whole (``reduction_loops`` entry None) although the backend could loop
+    it, ``"chunk"`` for a row it loops over in chunks. A row that cannot loop is left to the
+    compiler: no config could do better."""
     from helion_triton.analysis import analyze
 
     loops = list(config.get("reduction_loops", ()) or ())
     infeasible = analyze(ir).rdim_infeasible
-    rows = set()
+    rows = {}
     for info in ir.reduction_blocks():
         index = info.config_index
-        if index is None or info.block_id in infeasible:
+        if index is None:
             continue
-        if index >= len(loops) or loops[index] is None:
-            rows.add(info.block_id)
+        if index < len(loops) and loops[index] is not None:
+            rows[info.block_id] = "chunk"
+        elif info.block_id not in infeasible:
+            rows[info.block_id] = "whole"
     return rows
