@@ -375,26 +375,29 @@ def test_all_failures_raise_no_config_found() -> None:
         search.run()
 
 
+class FirstPassNoise(CallableEvaluator):
+    """The first pass scales the true cost by ``noise(config)``; the re-benchmark tells the truth
+    (and records what it was asked to re-time)."""
+
+    def __init__(self, true_cost, noise) -> None:
+        super().__init__(true_cost)
+        self.noise = noise
+        self.rebenchmarked: list[Config] = []
+
+    def evaluate(self, configs):
+        times = super().evaluate(configs)
+        return [t * self.noise(c) for c, t in zip(configs, times, strict=True)]
+
+    def rebenchmark(self, configs):
+        self.rebenchmarked = list(configs)
+        return [self.cost(c) for c in configs]
+
+
 def test_rebenchmark_of_leaders_picks_the_stable_winner() -> None:
-    class NoisyEvaluator(CallableEvaluator):
-        """The first pass flatters one config; the re-benchmark tells the truth."""
-
-        def __init__(self) -> None:
-            super().__init__(small_cost)
-            self.rebenchmarked: list[Config] = []
-
-        def evaluate(self, configs):
-            times = super().evaluate(configs)
-            return [
-                t * 0.9 if c["block_sizes"] == [16, 16] and c["num_warps"] == 2 else t
-                for c, t in zip(configs, times, strict=True)
-            ]
-
-        def rebenchmark(self, configs):
-            self.rebenchmarked = list(configs)
-            return [small_cost(c) for c in configs]
-
-    evaluator = NoisyEvaluator()
+    # the first pass flatters one config
+    evaluator = FirstPassNoise(
+        small_cost, lambda c: 0.9 if c["block_sizes"] == [16, 16] and c["num_warps"] == 2 else 1.0
+    )
     spec = small_spec()
     search = RandomSearch(
         spec,
@@ -419,23 +422,7 @@ def test_rebenchmark_gives_a_seed_crowded_out_by_the_leaders_neighbours_a_second
             return 1.0
         return 1.02 if config["block_sizes"] == [32, 16] else 2.0 + small_cost(config)
 
-    class FirstPassNoise(CallableEvaluator):
-        def __init__(self) -> None:
-            super().__init__(true_cost)
-            self.rebenchmarked: list[Config] = []
-
-        def evaluate(self, configs):
-            times = super().evaluate(configs)
-            return [
-                t * 1.06 if config_key(c) == config_key(seed) else t
-                for c, t in zip(configs, times, strict=True)
-            ]
-
-        def rebenchmark(self, configs):
-            self.rebenchmarked = list(configs)
-            return [true_cost(c) for c in configs]
-
-    evaluator = FirstPassNoise()
+    evaluator = FirstPassNoise(true_cost, lambda c: 1.06 if config_key(c) == config_key(seed) else 1.0)
     search = RandomSearch(
         small_spec(),
         evaluator,
