@@ -523,21 +523,21 @@ class DirectLaunch:
         _run, function, _metadata, tail, call, head = entry
         tests = ["_entries", f"__d == {int(first[0])}"]
         addresses = []
-        for (_test, _key, value), name, key in zip(parts, names, first[1:], strict=True):
+        scope: dict[str, Any] = {"__c_launch": call, "__c_function": function}
+        for position, ((_test, expression, value), name, key) in enumerate(
+            zip(parts, names, first[1:], strict=True)
+        ):
             if value == f"__p_{name}":  # a CUDA tensor, passed as its address
                 if not key[1]:
                     return "", {}  # an unaligned first launch: leave it to the lookup
                 addresses.append(value)
-            elif isinstance(key, tuple) and len(key) == 3:  # an int: its class, as in the key
-                in_range, multiple, one = key
-                tests.append(("" if in_range else "not ") + f"(_I32_LOW <= {name} < _I32_HIGH)")
-                tests.append(f"{name} % 16 {'==' if multiple else '!='} 0")
-                tests.append(f"{name} {'==' if one else '!='} 1")
+            elif isinstance(key, tuple):  # an int: its class, the key's own expression
+                scope[f"__k_{position}"] = key
+                tests.append(f"{expression} == __k_{position}")
             elif not (key is None or key in (bool, float)):
                 return "", {}  # a kind this branch does not know
         if addresses:
             tests.append(f"not (({' | '.join(addresses)}) & 15)")
-        scope: dict[str, Any] = {"__c_launch": call, "__c_function": function}
         constants = []
         for index, value in enumerate((*head, *tail)):
             scope[f"__c_{index}"] = value
