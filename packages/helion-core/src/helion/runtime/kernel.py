@@ -277,6 +277,29 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
     raise TypeError(f"unsupported argument type {type(arg).__name__} for a Helion kernel")
 
 
+def _inlined_kind(arg: Any, static: Any) -> str | None:
+    """How the generated key function and warm call take an argument: ``"tensor"`` (exactly a
+    `torch.Tensor`, with static shapes) or ``"bool"``/``"int"``/``"float"``, each behind an exact
+    type test; None: not inlined (`_arg_key` computes its key part)."""
+    kind = type(arg)
+    if kind is torch.Tensor and static:
+        return "tensor"
+    return kind.__name__ if kind in (bool, int, float) else None
+
+
+def _no_custom_op_test(grads: list[str]) -> str:
+    """`torch_integration.needs_custom_op` inlined for arguments all inlined: no dispatch mode,
+    and no tensor (``grads``: their ``requires_grad`` expressions) for autograd to record."""
+    grad = f"(_grad_enabled() and ({' or '.join(grads)}))" if grads else "False"
+    return f"not (_dispatch_depth() or {grad})"
+
+
+_INLINED_SCOPE = {
+    "_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float,
+    "_grad_enabled": torch.is_grad_enabled, "_dispatch_depth": torch._C._len_torch_dispatch_stack,
+}
+
+
 def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashable | None]:
     """`Kernel.specialization_key` for arguments of the types in ``args``, as one generated
     expression: the same key `_arg_key` gives, without a call and type tests per argument; or
@@ -293,28 +316,20 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
     grads: list[str] = []
     for index, arg in enumerate(args):
         value = f"a[{index}]"
-        kind = type(arg)
-        if kind is torch.Tensor and static:
+        kind = _inlined_kind(arg, static)
+        if kind == "tensor":
             tests.append(f"type({value}) is _Tensor")
             parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
             grads.append(f"{value}.requires_grad")
-        elif kind in (bool, int, float):
-            tests.append(f"type({value}) is _{kind.__name__}")
-            parts.append(f"_{kind.__name__}")
+        elif kind is not None:
+            tests.append(f"type({value}) is _{kind}")
+            parts.append(f"_{kind}")
         else:
             parts.append(f"_arg_key({value}, {static})")
-    if len(tests) == len(args):
-        grad = f"(_grad_enabled() and ({' or '.join(grads)}))" if grads else "False"
-        tests.append(f"not (_dispatch_depth() or {grad})")
-    else:
-        tests.append("not _needs_custom_op(a)")
+    tests.append(_no_custom_op_test(grads) if len(tests) == len(args) else "not _needs_custom_op(a)")
     body = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
     source = f"def key(a):\n    return {body} if {' and '.join(tests)} else None\n"
-    scope = {
-        "_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float, "_arg_key": _arg_key,
-        "_grad_enabled": torch.is_grad_enabled, "_dispatch_depth": torch._C._len_torch_dispatch_stack,
-        "_needs_custom_op": torch_integration.needs_custom_op,
-    }
+    scope = {**_INLINED_SCOPE, "_arg_key": _arg_key, "_needs_custom_op": torch_integration.needs_custom_op}
     exec(compile(source, "<helion specialization key>", "exec"), scope)
     return scope["key"]
 
@@ -335,8 +350,8 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
     scope: dict[str, Any] = {}
     for index, arg in enumerate(args):
         value = f"a[{index}]"
-        kind = type(arg)
-        if kind is torch.Tensor and static:
+        kind = _inlined_kind(arg, static)
+        if kind == "tensor":
             scope.update({f"_S{index}": arg.shape, f"_T{index}": arg.stride(), f"_D{index}": arg.dtype,
                           f"_V{index}": arg.device})
             tests.append(
@@ -344,12 +359,11 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
                 f" and {value}.dtype is _D{index} and {value}.device == _V{index}"
             )
             grads.append(f"{value}.requires_grad")
-        elif kind in (bool, int, float):
-            tests.append(f"type({value}) is _{kind.__name__}")
+        elif kind is not None:
+            tests.append(f"type({value}) is _{kind}")
         else:
             return None
-    grad = f"(_grad_enabled() and ({' or '.join(grads)}))" if grads else "False"
-    tests += ["s.static_shapes == _STATIC", "s.ref_mode is not _EAGER", f"not (_dispatch_depth() or {grad})"]
+    tests += ["s.static_shapes == _STATIC", "s.ref_mode is not _EAGER", _no_custom_op_test(grads)]
     source = (
         "def warm(a, s):\n"
         f"    if {' and '.join(tests)}:\n"
@@ -358,11 +372,7 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
         "            return run(*a)\n"
         "    return _MISS\n"
     )
-    scope.update({
-        "_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float, "_STATIC": static,
-        "_EAGER": _EAGER, "_MISS": _MISS, "_bound": bound, "_grad_enabled": torch.is_grad_enabled,
-        "_dispatch_depth": torch._C._len_torch_dispatch_stack,
-    })
+    scope.update({**_INLINED_SCOPE, "_STATIC": static, "_EAGER": _EAGER, "_MISS": _MISS, "_bound": bound})
     exec(compile(source, "<helion warm call>", "exec"), scope)
     return scope["warm"]
 
