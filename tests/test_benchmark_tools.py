@@ -119,3 +119,17 @@ def test_seeds_compile_for_hopper_with_wide_accesses_and_no_spills(tmp_path: Pat
             assert widths == {"128"}, line
         if case.startswith("softmax"):  # rows of 8192 bf16: every seed has 16 elements a thread
             assert widths == {"128"}, line
+
+
+def test_host_path_standin_takes_the_direct_launch_path(monkeypatch, capsys) -> None:
+    """The stand-in of the host overhead runs the real warm path (it exits when the direct
+    launch path is not taken); timed with few calls here, and it puts `is_cuda` back."""
+    import host_path_standin
+
+    timed = []
+    monkeypatch.setattr(
+        host_path_standin, "per_call_us", lambda fn: timed.append(fn) or [fn() for _ in range(3)] and 1.0
+    )
+    host_path_standin.main()
+    assert len(timed) == 4 and "the whole warm call" in capsys.readouterr().out
+    assert not torch.randn(3).is_cuda

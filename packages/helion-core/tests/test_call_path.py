@@ -1,9 +1,12 @@
 """The warm call path of a kernel (`Kernel.__call__`): the generated specialization key and the
 generated guards with their argument-identity shortcut must give the same answers as the general
-path, whatever arguments come next (ref backend: runs everywhere)."""
+path, whatever arguments come next (ref backend: runs everywhere). Every test runs twice: with
+tensors compared by torch's C++ `TensorGuards` (`exact_tensor_match`) and with the Python tests
+kept for a torch without it."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import helion
@@ -27,6 +30,19 @@ def add_first_row(x: torch.Tensor, rows: int) -> torch.Tensor:
     for tile in hl.tile(head.size(0)):
         out[tile] = head[tile] + 1
     return out
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def tensor_match(request, monkeypatch):
+    from helion.runtime import kernel
+
+    if request.param == "python":
+        monkeypatch.setattr(kernel, "exact_tensor_match", lambda examples: None)
+    scaled_add.reset()
+    add_first_row.reset()
+    yield request.param
+    scaled_add.reset()
+    add_first_row.reset()
 
 
 def _general_key(kernel, args):
@@ -237,3 +253,54 @@ def test_the_warm_call_follows_settings_and_reset():
         settings.ref_mode = RefMode.OFF
     scaled_add.reset()
     assert scaled_add._warm is None and not scaled_add._bound
+
+
+def test_the_warm_call_turns_away_what_its_key_would_not_and_stays_right(tensor_match):
+    x, y = torch.randn(37), torch.randn(37)
+    scaled_add(x, y, 0.5)
+    scaled_add(x, y, 0.5)
+    warm = scaled_add._warm
+    settings = scaled_add.settings
+    from helion.runtime.kernel import _MISS
+
+    assert warm((x, y, 0.5), settings) is not _MISS
+    others = [
+        (torch.randn(38), y, 0.5),
+        (torch.randn(37, 2)[:, 0], y, 0.5),
+        (x.double(), y, 0.5),
+        (torch.nn.Parameter(x.clone(), requires_grad=False), y, 0.5),
+        (x, torch.empty(37, device="meta"), 0.5),
+        (x, y, 1),
+    ]
+    for args in others:
+        assert warm(args, settings) is _MISS, args
+    with torch.no_grad():
+        leaf = torch.randn(37, requires_grad=True)
+        # the C++ match compares requires_grad: the general path takes it; Python tests pass it
+        assert (warm((leaf, y, 0.5), settings) is _MISS) == (tensor_match == "native")
+        torch.testing.assert_close(scaled_add(leaf, y, 0.5), leaf + 0.5 * y)
+
+
+def test_exact_tensor_match_compares_every_part_of_a_tensor():
+    from helion.runtime.tensor_match import exact_tensor_match
+
+    x, y = torch.randn(7, 5), torch.randn(5).half()
+    match = exact_tensor_match([x, y])
+    assert match is not None, "this torch (the one CI installs) has TensorGuards"
+    assert match(x, y) and match(torch.randn(7, 5), torch.randn(5).half())
+    turned_away = [
+        (torch.randn(7, 6), y),  # size
+        (torch.randn(5, 7).t(), y),  # strides
+        (x.double(), y),  # dtype
+        (torch.nn.Parameter(x.clone(), requires_grad=False), y),  # type
+        (torch.randn(7, 5, requires_grad=True), y),  # requires_grad
+        (x, torch.empty(5, dtype=torch.half, device="meta")),  # device
+        (x, 5),  # not a tensor
+    ]
+    for args in turned_away:
+        assert not match(*args), args
+    complex_ = torch.randn(3, dtype=torch.cfloat)
+    assert not exact_tensor_match([complex_])(complex_.conj())  # the conj bit
+    with pytest.raises(TypeError):
+        match(x)  # another number of tensors
+    assert exact_tensor_match([]) is None and exact_tensor_match([x, 1]) is None

@@ -25,6 +25,7 @@ from helion.language.philox import draw_call_seed
 from helion.runtime import torch_integration
 from helion.runtime.config import Config
 from helion.runtime.settings import RefMode, Settings
+from helion.runtime.tensor_match import exact_tensor_match
 
 _is_compiling = torch.compiler.is_compiling
 _EAGER = RefMode.EAGER  # a module global: read faster than the enum's attribute on the warm path
@@ -343,15 +344,30 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
     what `_compile_key_function`'s key holds: type, then a tensor's shape, stride, dtype and
     device) instead of building that key, hashing it and looking it up, and calls the active
     keyed runner; `_MISS` for anything else (other sizes, settings, autograd, a dispatch mode).
-    In a CPU stand-in that was 0.23 us less for two tensors. None where the key function does
-    not inline every argument (those keep the general lookup)."""
+    The tensors are compared in one C++ call where torch offers one (`exact_tensor_match`,
+    stricter than the key: a tensor it turns away takes the general path). None where the key
+    function does not inline every argument (those keep the general lookup)."""
     tests: list[str] = []
     grads: list[str] = []
+    tensors: list[int] = []
     scope: dict[str, Any] = {}
     for index, arg in enumerate(args):
-        value = f"a[{index}]"
         kind = _inlined_kind(arg, static)
         if kind == "tensor":
+            tensors.append(index)
+        elif kind is not None:
+            tests.append(f"type(a[{index}]) is _{kind}")
+        else:
+            return None
+    match = exact_tensor_match([args[i] for i in tensors])
+    if match is not None:
+        scope["_match"] = match
+        tests.insert(0, f"_match({', '.join(f'a[{i}]' for i in tensors)})")
+        # the match compares requires_grad too: with none set, autograd has nothing to record
+        grads = [f"a[{i}].requires_grad" for i in tensors if args[i].requires_grad]
+    else:
+        for index in tensors:
+            arg, value = args[index], f"a[{index}]"
             scope.update({f"_S{index}": arg.shape, f"_T{index}": arg.stride(), f"_D{index}": arg.dtype,
                           f"_V{index}": arg.device})
             tests.append(
@@ -359,10 +375,6 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
                 f" and {value}.dtype is _D{index} and {value}.device == _V{index}"
             )
             grads.append(f"{value}.requires_grad")
-        elif kind is not None:
-            tests.append(f"type({value}) is _{kind}")
-        else:
-            return None
     tests += ["s.static_shapes == _STATIC", "s.ref_mode is not _EAGER", _no_custom_op_test(grads)]
     source = (
         "def warm(a, s):\n"
@@ -568,7 +580,7 @@ class _CompiledTrace:
         self.tensor_guards = tensor_guards
         self.constant_guards = constant_guards
         self.matches_call: Callable[[tuple, tuple], bool] = lambda values, args: self.matches(values)
-        self._guard: tuple[Callable[[Callable[[int], str]], str], dict] | None = None
+        self._guard: tuple[Callable[..., str], dict, dict[int, int]] | None = None
 
     def specialize_guards(self, values: Sequence[Any], args: Sequence[Any], static: bool) -> None:
         """Build `matches_call(values, args)`, what each call checks: `matches` as one generated
@@ -588,9 +600,12 @@ class _CompiledTrace:
         for index, expected in self.constant_guards:
             scope[f"constant{index}"] = expected
 
-        def expression(value_of: Callable[[int], str]) -> str:
-            tests = []
+        def expression(value_of: Callable[[int], str], native: Sequence[int] = ()) -> str:
+            # native: the tensors that one `_match` call compares (see `guarded_launch`)
+            tests = [f"_match({', '.join(value_of(i) for i in native)})"] if native else []
             for index, *_ in self.tensor_guards:
+                if index in native:
+                    continue
                 value = value_of(index)
                 test = f"({value}.shape == shape{index} and {value}.stride() == stride{index} and {value}.dtype == dtype{index})"
                 if index in from_args:
@@ -600,29 +615,38 @@ class _CompiledTrace:
                 tests.append(f"not ({value_of(index)} != constant{index})")
             return " and ".join(tests) or "True"
 
-        self._guard = (expression, scope)
+        self._guard = (expression, scope, from_args)
         source = f"def matches(v, a):\n    return {expression(lambda i: f'v[{i}]')}\n"
         exec(compile(source, "<helion guards>", "exec"), scope)
         self.matches_call = scope["matches"]
 
-    def guarded_launch(self, arity: int, mode: HostMode, general: Callable[..., Any]) -> Callable[..., Any] | None:
-        """The host code's device call for this variant in one function of ``arity`` values:
-        its guards inlined, then its compiled kernel (its `fast_call` where it has one); values
-        it does not match go to ``general``. None before `specialize_guards`, and for a variant
-        that draws a seed per launch (the general launch does that)."""
+    def guarded_launch(self, values: Sequence[Any], mode: HostMode, general: Callable[..., Any]) -> Callable[..., Any] | None:
+        """The host code's device call for this variant in one function of ``len(values)``
+        values: its guards inlined, then its compiled kernel (its `fast_call` where it has
+        one); values it does not match go to ``general``. The tensors that are not the call's
+        own arguments (outputs the host code made) are compared with ``values``, this launch's,
+        in one C++ call where torch has one (`exact_tensor_match`: stricter than the guards, so
+        a tensor it turns away goes to ``general``, which checks the guards). None before
+        `specialize_guards`, and for a variant that draws a seed per launch (the general
+        launch does that)."""
         if self._guard is None or self.ir.rng_seed is not None:
             return None
-        expression, scope = self._guard
-        names = ", ".join(f"v{i}" for i in range(arity))
+        expression, scope, from_args = self._guard
+        scope = dict(scope)
+        native = [index for index, *_ in self.tensor_guards if index not in from_args]
+        match = exact_tensor_match([values[i] for i in native]) if native else None
+        if match is None:
+            native = []
+        names = ", ".join(f"v{i}" for i in range(len(values)))
         source = (
             f"def launch({names}):\n"
             f"    a = _mode.args\n"
-            f"    if {expression(lambda i: f'v{i}')}:\n"
+            f"    if {expression(lambda i: f'v{i}', native)}:\n"
             f"        return _compiled({names})\n"
             f"    return _general({names})\n"
         )
         compiled = getattr(self.compiled, "fast_call", None) or self.compiled
-        scope = {**scope, "_mode": mode, "_compiled": compiled, "_general": general}
+        scope.update({"_match": match, "_mode": mode, "_compiled": compiled, "_general": general})
         exec(compile(source, "<helion guarded launch>", "exec"), scope)
         return scope["launch"]
 
@@ -917,7 +941,7 @@ class BoundKernel:
                 launches_left -= 1
                 if not launches_left or getattr(variant.compiled, "fast_call", None):
                     launches_left = 0
-                    guarded = variant.guarded_launch(len(values), mode, launch)
+                    guarded = variant.guarded_launch(values, mode, launch)
                     if guarded is not None:
                         self._wire(config, mode, guarded)
 
