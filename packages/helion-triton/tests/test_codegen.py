@@ -432,6 +432,20 @@ def test_pointwise_seeds_walk_memory_contiguously():
         torch.testing.assert_close(bound.compile_config(seed)(xt, yt), xt + yt)
 
 
+def test_pointwise_seeds_include_the_searches_multi_row_picks():
+    # add and swiglu's picks on an H200: 16 elements a thread over several rows; a 1-D loop
+    # takes the whole share along its one dim
+    x, y = torch.randn(70, 3000), torch.randn(70, 3000)
+    bound = bind(K.add, x, y)
+    seeds = bound.seed_configs()
+    shapes = [(s["block_sizes"], s["num_warps"]) for s in seeds]
+    assert ([2, 2048], 8) in shapes and ([16, 1024], 32) in shapes
+    for seed in seeds[-2:]:
+        torch.testing.assert_close(bound.compile_config(seed)(x, y), x + y)
+    flat = [(s["block_sizes"], s["num_warps"]) for s in bind(K.add, torch.randn(9000), torch.randn(9000)).seed_configs()]
+    assert ([4096], 8) in flat and ([16384], 32) in flat
+
+
 def attention_like(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Two chained dots per key tile: the key block is the N of q @ k.T and the K of p @ v."""
     m, d = q.size(0), hl.specialize(q.size(1))

@@ -401,20 +401,27 @@ def _reduction_seeds(ir: KernelIR, spec: Any, analysis: KernelAnalysis) -> list[
 
 def _pointwise_seeds(ir: KernelIR, spec: Any, slice_lanes: int = 1) -> list[dict[str, Any]]:
     seeds = []
-    # (elements per program, warps): 8 elements a thread, and 16 for kernels with more math
-    # per element (geglu 8192x14336 bf16 on an H200: 2048 on 4 warps 4.00 TB/s, 1024 on 4 3.84)
-    shares = ((1024, 4), (2048, 8), (512, 4), (2048, 4))
+    # (elements per program, warps, most elements along the innermost dim): 8 elements a
+    # thread, and 16 for kernels with more math per element (geglu 8192x14336 bf16 on an H200:
+    # 2048 on 4 warps 4.00 TB/s, 1024 on 4 3.84). The last two are the quick search's picks in
+    # the second session of 2026-12-04 on an H200, 16 elements a thread over several rows: add
+    # 8192^2 bf16 [16, 1024] on 32 warps (4.16 TB/s, 97.5% of copy, where the third session's
+    # pick made 3.93) and swiglu 8192x14336 bf16 [2, 2048] on 8 warps (4.27 TB/s)
+    shares = ((1024, 4, None), (2048, 8, None), (512, 4, None), (2048, 4, None), (4096, 8, 2048), (16384, 32, 1024))
     if slice_lanes > 1:
         # rope (4x4096x(32+8)x128 bf16, 64-lane halves) on an H200: 4096 elements per access
         # on 8 warps ran at 3.82 TB/s, 2048 on 4 at 3.70, the row-per-program seeds at 3.45
-        shares = ((4096, 8), (2048, 4), (1024, 4))
-    for elements, warps in shares:
+        shares = ((4096, 8, None), (2048, 4, None), (1024, 4, None))
+    for elements, warps, innermost in shares:
         sizes = [1] * len(spec.block_sizes)
         budget = max(1, elements // slice_lanes)
         # the innermost (last) dim of each loop first: it is the contiguous one
         for index in reversed(range(len(sizes))):
             fragment = spec.block_sizes[index]
-            size = fragment.clamp(min(budget, int(getattr(fragment, "high", budget))))
+            limit = int(getattr(fragment, "high", budget))
+            if innermost is not None and index == len(sizes) - 1 and index > 0:
+                limit = min(limit, innermost)  # the rest of the share goes to the outer dims
+            size = fragment.clamp(min(budget, limit))
             sizes[index] = size
             budget = max(1, budget // size)
         seeds.append({"block_sizes": sizes, "num_warps": warps})
