@@ -503,6 +503,11 @@ class HostMode:
         self.next_block = 0
         # the arguments of the call running host code (what the guards compare identities with)
         self.args: Any = _NO_ARGUMENTS
+        # empty while a call runs host code in this mode: a second call meanwhile (another
+        # thread, or host code calling its own kernel) runs in a mode of its own, so that
+        # neither restarts the other's `hl.register_block_size` count. A list's pop and append
+        # are atomic, and cost a quarter of a lock's acquire and release
+        self.free: list[None] = [None]
 
     def hl_register_block_size(self, low: Any, high: Any) -> BlockSizeInt:
         block_id = self.next_block
@@ -703,6 +708,9 @@ class BoundKernel:
         self._device_factory = ast_rewrite.build_device_factory(self.split)
         self._variants: dict[Config, list[_CompiledTrace]] = {}
         self._runners: dict[Config, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+        # the cold paths (picking or tuning the config, tracing a variant, building runners)
+        # one thread at a time: a second thread's first call waits for the first one's tuning
+        self._lock = threading.RLock()
         self._active_runner: Callable[..., Any] | None = None
         self._active_keyed: Callable[..., Any] | None = None
         self._warm_calls: dict[Any, Callable[[tuple, Any], Any] | None] = {}
@@ -884,6 +892,10 @@ class BoundKernel:
                 pass
 
     def _variant_for(self, config: Config, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace:
+        with self._lock:
+            return self._find_or_trace_variant(config, values, args)
+
+    def _find_or_trace_variant(self, config: Config, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace:
         variants = self._variants.setdefault(config, [])
         full_values = _with_lifted(values, self._discovery_ir.lifted)
         for variant in variants:
@@ -915,6 +927,11 @@ class BoundKernel:
         runners = self._runners.get(config)
         if runners is not None:
             return runners
+        with self._lock:
+            runners = self._runners.get(config)
+            return runners if runners is not None else self._build_runners(config)
+
+    def _build_runners(self, config: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
         variants = self._variants.setdefault(config, [])
         lifted = self._discovery_ir.lifted
         mode = HostMode(self, config)
@@ -954,11 +971,27 @@ class BoundKernel:
         (and made the active ones where ``config`` is the active config)."""
         host = ast_rewrite.make_host_function(self.split, self._host_factory, device_call)
         state = _context_state
+        free = mode.free
+
+        def run_beside(args: tuple) -> Any:
+            # another call holds `mode`: this one counts its block sizes in a mode of its own
+            # (the device call may still read `mode.args`, the other call's: the guards' identity
+            # shortcut then fails, or holds for that very tensor, and they compare shapes)
+            previous = getattr(state, "mode", None)
+            state.mode = HostMode(self, config)
+            try:
+                return host(*args)
+            finally:
+                state.mode = previous
 
         def make_run(keyed: bool) -> Callable[..., Any]:
             # keyed: the caller (`Kernel.__call__`) found this bound kernel by the arguments'
             # specialization key, so the guards may trust the arguments' identities
             def run(*args: Any) -> Any:
+                try:
+                    free.pop()
+                except IndexError:
+                    return run_beside(args)
                 mode.next_block = 0
                 mode.args = args if keyed else _NO_ARGUMENTS
                 previous = getattr(state, "mode", None)
@@ -968,6 +1001,7 @@ class BoundKernel:
                 finally:
                     state.mode = previous
                     mode.args = _NO_ARGUMENTS  # the caller's tensors are not ours to keep alive
+                    free.append(None)
 
             return run
 
@@ -1002,10 +1036,11 @@ class BoundKernel:
         return run(*args)
 
     def _activate(self, args: tuple) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        config = self._config or self.ensure_config_exists(args)
-        runners = self._runner_pair(config)
-        self._active_runner, self._active_keyed = runners
-        return runners
+        with self._lock:
+            config = self._config or self.ensure_config_exists(args)
+            runners = self._runner_pair(config)
+            self._active_runner, self._active_keyed = runners
+            return runners
 
     def run_ref(self, *args: Any) -> Any:
         from helion.eager import run_eager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -37,7 +38,9 @@ class RefCompiledKernel:
         self.source = f"# ref backend: executes this IR tile by tile with eager torch ops\n# {config!r}\n" + format_ir(ir)
 
     def __call__(self, *host_values: Any) -> None:
-        self.executor.run(host_values)
+        # a copy per launch: the executor keeps the launch's values and tile extents as it
+        # runs, and two threads may launch one compiled kernel at once
+        copy.copy(self.executor).run(host_values)
 
 
 class RefBackend(Backend):
