@@ -304,3 +304,31 @@ def test_exact_tensor_match_compares_every_part_of_a_tensor():
     with pytest.raises(TypeError):
         match(x)  # another number of tensors
     assert exact_tensor_match([]) is None and exact_tensor_match([x, 1]) is None
+
+
+@helion.kernel(backend="ref", config=helion.Config(block_sizes=[16]))
+def imag_part_doubled(z: torch.Tensor) -> torch.Tensor:
+    y = z.imag  # a negated view when z is a conjugated view
+    out = torch.empty_like(y)
+    for tile in hl.tile(y.size(0)):
+        out[tile] = y[tile] * 2
+    return out
+
+
+def test_a_negated_view_is_refused_on_every_path():
+    from helion import exc
+
+    z = torch.randn(37, dtype=torch.cfloat)
+    imag, negated = z.imag, z.conj().imag  # the same memory, shape and strides; one neg bit
+    assert negated.is_neg() and not imag.is_neg()
+    y = torch.randn(37, 2)[:, 0]  # strides (2,) like theirs
+    for _ in range(3):  # bound, then found by key, then by the warm call
+        torch.testing.assert_close(scaled_add(imag, y, 1.0), imag + y)
+    assert scaled_add._fast_keys[True]((negated, y, 1.0)) is None
+    with pytest.raises(exc.NegatedTensorView, match="resolve_neg"):
+        scaled_add(negated, y, 1.0)
+    torch.testing.assert_close(scaled_add(negated.resolve_neg(), y, 1.0), -imag + y)
+    # a negated view the host code makes is refused when traced
+    with pytest.raises(exc.NegatedTensorView, match="'y' is a negated view"):
+        imag_part_doubled(z.conj())
+    torch.testing.assert_close(imag_part_doubled(z), 2 * z.imag)

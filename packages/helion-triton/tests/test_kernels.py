@@ -349,3 +349,16 @@ def test_default_and_random_configs(case: Case, device: torch.device) -> None:
         actual = bound.compile_config(config)(*clone(args))
         check(actual, expected, case, f"{case.name} vs torch with {config}")
         check(actual, from_ref, case, f"{case.name} vs ref with {config}")
+
+
+def test_a_negated_view_is_refused_not_read_without_its_sign():
+    """`.imag` of a conjugated complex tensor has its neg bit set: its memory holds the values
+    with the opposite sign. A Triton kernel reads memory as stored, so it must be refused."""
+    add = helion.kernel(K.add, backend="triton", config=helion.Config(block_sizes=[16]))
+    z = torch.randn(29, dtype=torch.cfloat)
+    y = torch.randn(29, 2)[:, 0]
+    torch.testing.assert_close(add(z.imag, y), z.imag + y)
+    torch.testing.assert_close(add(z.imag, y), z.imag + y)
+    with pytest.raises(helion.exc.NegatedTensorView):
+        add(z.conj().imag, y)
+    torch.testing.assert_close(add(z.conj().imag.resolve_neg(), y), -z.imag + y)

@@ -461,6 +461,16 @@ class NoTensorArgs(BaseError):
     hint = "Pass at least one tensor (or a torch.device) to the kernel."
 
 
+class NegatedTensorView(BaseError):
+    message = (
+        "{0} is a negated view: its neg bit is set (as on `.imag` of a conjugated complex "
+        "tensor), so its memory holds the values with the opposite sign, and a kernel reads "
+        "memory as it is stored."
+    )
+    hint = "Pass `t.resolve_neg()`, a tensor with the sign applied."
+    defaults = ("A tensor argument",)
+
+
 class NoDeviceLoopsInKernel(BaseError):
     message = (
         "Kernel {0!r} contains no device loops. Add an hl.tile(...) or hl.grid(...) loop "

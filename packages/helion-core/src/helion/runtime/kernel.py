@@ -252,6 +252,8 @@ def _hashable(value: Any) -> Hashable:
 
 def _arg_key(arg: Any, static: bool) -> Hashable:
     if isinstance(arg, torch.Tensor):
+        if arg.is_neg():
+            raise exc.NegatedTensorView()
         if static:
             # torch.Size and stride tuples hash as tuples; device is hashable: no conversions
             return (arg.dtype, arg.device, arg.shape, arg.stride())
@@ -319,7 +321,8 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
         value = f"a[{index}]"
         kind = _inlined_kind(arg, static)
         if kind == "tensor":
-            tests.append(f"type({value}) is _Tensor")
+            # a negated view takes the general path, whose `_arg_key` says what is wrong
+            tests.append(f"type({value}) is _Tensor and not {value}.is_neg()")
             parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
             grads.append(f"{value}.requires_grad")
         elif kind is not None:
@@ -372,7 +375,7 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
                           f"_V{index}": arg.device})
             tests.append(
                 f"type({value}) is _Tensor and {value}.shape == _S{index} and {value}.stride() == _T{index}"
-                f" and {value}.dtype is _D{index} and {value}.device == _V{index}"
+                f" and {value}.dtype is _D{index} and {value}.device == _V{index} and not {value}.is_neg()"
             )
             grads.append(f"{value}.requires_grad")
     tests += ["s.static_shapes == _STATIC", "s.ref_mode is not _EAGER", _no_custom_op_test(grads)]
@@ -612,7 +615,11 @@ class _CompiledTrace:
                 if index in native:
                     continue
                 value = value_of(index)
-                test = f"({value}.shape == shape{index} and {value}.stride() == stride{index} and {value}.dtype == dtype{index})"
+                # a negated view matches no variant: the trace of one says what is wrong
+                test = (
+                    f"({value}.shape == shape{index} and {value}.stride() == stride{index}"
+                    f" and {value}.dtype == dtype{index} and not {value}.is_neg())"
+                )
                 if index in from_args:
                     test = f"({value} is a[{from_args[index]}] or {test})"
                 tests.append(test)
@@ -658,7 +665,7 @@ class _CompiledTrace:
     def matches(self, values: Sequence[Any]) -> bool:
         for index, shape, stride, dtype in self.tensor_guards:
             value = values[index]
-            if value.shape != shape or value.dtype != dtype or value.stride() != stride:
+            if value.shape != shape or value.dtype != dtype or value.stride() != stride or value.is_neg():
                 return False
         for index, expected in self.constant_guards:
             if values[index] != expected:
@@ -741,6 +748,9 @@ class BoundKernel:
         from helion.frontend.tracer import Tracer
         from helion.ir.verifier import verify
 
+        for name, value in zip(self.split.device_inputs, values):
+            if isinstance(value, torch.Tensor) and value.is_neg():  # one the host code made
+                raise exc.NegatedTensorView(f"{name!r}")
         src = self.split.source
         host_blocks = [self._host_blocks_by_id[i] for i in sorted(self._host_blocks_by_id)]
         tracer = Tracer(
