@@ -362,3 +362,10 @@ def test_a_negated_view_is_refused_not_read_without_its_sign():
     with pytest.raises(helion.exc.NegatedTensorView):
         add(z.conj().imag, y)
     torch.testing.assert_close(add(z.conj().imag.resolve_neg(), y), -z.imag + y)
+
+
+def test_a_dtype_triton_has_no_type_for_is_named():
+    add = helion.kernel(K.add, backend="triton", config=helion.Config(block_sizes=[16]))
+    z = torch.randn(29, dtype=torch.cfloat)
+    with pytest.raises(helion.exc.BackendUnsupported, match="of dtype torch.complex64 is not supported by the 'triton'"):
+        add(z, z)
