@@ -501,3 +501,22 @@ def test_kernel_without_readable_source_says_to_define_it_in_a_file() -> None:
     with pytest.raises(exc.KernelSourceUnavailable, match="piped") as info:
         namespace["piped"](torch.randn(5))
     assert "define it in a file" in str(info.value)
+
+
+@helion.kernel(backend="ref", config=helion.Config(block_sizes=[8]))
+def _add_into_host_allocation(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.shape)  # on the CPU, whatever x's device
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + y[tile]
+    return out
+
+
+def test_tensors_on_different_devices_are_named():
+    x = _x(13)
+    message = _expect(exc.TensorsOnDifferentDevices, _add_into_host_allocation, x, torch.empty(13, device="meta"))
+    assert "'out' on cpu" in message and "'y' on meta" in message, message
+    x_meta = torch.empty(13, device="meta")
+    message = _expect(exc.TensorsOnDifferentDevices, _add_into_host_allocation, x_meta, x_meta)
+    assert "'out' on cpu" in message and "'x' on meta" in message, message
+    y = _x(13)
+    torch.testing.assert_close(_add_into_host_allocation(x, y), x + y)

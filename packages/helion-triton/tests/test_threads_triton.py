@@ -6,12 +6,10 @@ from __future__ import annotations
 import sys
 import threading
 
-import pytest
 import torch
 
 import helion
 import helion.language as hl
-from conftest import DEVICES
 
 
 @helion.kernel(backend="triton", config=helion.Config(block_sizes=[8, 16]))
@@ -25,7 +23,6 @@ def two_registered_blocks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return out, sizes
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_concurrent_calls_each_get_their_own_block_sizes_and_values(device):
     two_registered_blocks.reset()
     interval = sys.getswitchinterval()

@@ -471,6 +471,14 @@ class NegatedTensorView(BaseError):
     defaults = ("A tensor argument",)
 
 
+class TensorsOnDifferentDevices(BaseError):
+    message = "The device code reads tensors on different devices: {0} on {1}, {2} on {3}."
+    hint = (
+        "Put every tensor the device loops use on one device; allocate in host code with "
+        "device=x.device or torch.empty_like(x)."
+    )
+
+
 class NoDeviceLoopsInKernel(BaseError):
     message = (
         "Kernel {0!r} contains no device loops. Add an hl.tile(...) or hl.grid(...) loop "

@@ -748,9 +748,16 @@ class BoundKernel:
         from helion.frontend.tracer import Tracer
         from helion.ir.verifier import verify
 
+        first: tuple[str, torch.device] | None = None
         for name, value in zip(self.split.device_inputs, values):
-            if isinstance(value, torch.Tensor) and value.is_neg():  # one the host code made
+            if not isinstance(value, torch.Tensor):
+                continue
+            if value.is_neg():  # one the host code made (arguments are refused by their key)
                 raise exc.NegatedTensorView(f"{name!r}")
+            if first is None:
+                first = (name, value.device)
+            elif value.device != first[1]:
+                raise exc.TensorsOnDifferentDevices(f"{first[0]!r}", first[1], f"{name!r}", value.device)
         src = self.split.source
         host_blocks = [self._host_blocks_by_id[i] for i in sorted(self._host_blocks_by_id)]
         tracer = Tracer(
