@@ -104,6 +104,10 @@ def main() -> None:
         ]
         for label, fn in rows:
             print(f"{label:45s} {per_call_us(fn):6.2f} us")
+        with torch.inference_mode():  # inference tensors, after the warm-up outside it
+            a, b = torch.randn(1000), torch.randn(1000)
+            label = "the whole warm call under inference mode"
+            print(f"{label:45s} {per_call_us(lambda: tiny_add(a, b)):6.2f} us")
     finally:
         torch.Tensor.is_cuda = original_is_cuda  # type: ignore[method-assign]
 

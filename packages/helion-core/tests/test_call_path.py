@@ -332,3 +332,30 @@ def test_a_negated_view_is_refused_on_every_path():
     with pytest.raises(exc.NegatedTensorView, match="'y' is a negated view"):
         imag_part_doubled(z.conj())
     torch.testing.assert_close(imag_part_doubled(z), 2 * z.imag)
+
+
+def test_calls_under_inference_mode_after_a_warm_up_outside_it_stay_on_the_warm_path():
+    """Inference mode changes the dispatch keys the C++ match compares: the calls made inside it
+    get a warm call of their own, and the guarded launch tests in Python what the match turns
+    away, instead of both falling to their general paths for good."""
+    x, y = torch.randn(37), torch.randn(37)
+    for _ in range(3):  # warm outside inference mode: warm call and guarded launch built there
+        torch.testing.assert_close(scaled_add(x, y, 0.5), x + 0.5 * y)
+    bound = scaled_add.bind((x, y, 0.5))
+    (variant,) = next(iter(bound._variants.values()))
+    checked = []
+    general = variant.matches_call
+    variant.matches_call = lambda v, a: checked.append(1) or general(v, a)
+    keys = []
+    fast = scaled_add._fast_keys[True]
+    scaled_add._fast_keys[True] = lambda args: keys.append(args) or fast(args)
+    try:
+        with torch.inference_mode():
+            a, b = torch.randn(37), torch.randn(37)  # inference tensors
+            for _ in range(4):
+                torch.testing.assert_close(scaled_add(a, b, 2.0), a + 2.0 * b)
+        assert len(keys) <= 1  # at most the first call inside goes through the key
+        assert checked == []  # every launch through the guarded launch
+        torch.testing.assert_close(scaled_add(x, y, 1.0), x + y)  # and back outside
+    finally:
+        scaled_add._fast_keys[True] = fast

@@ -29,6 +29,7 @@ from helion.runtime.tensor_match import exact_tensor_match
 
 _is_compiling = torch.compiler.is_compiling
 _EAGER = RefMode.EAGER  # a module global: read faster than the enum's attribute on the warm path
+_inference_mode = torch.is_inference_mode_enabled
 
 # default of a block size registered in host code, before a config picks one
 REGISTERED_BLOCK_DEFAULT = 64
@@ -608,20 +609,27 @@ class _CompiledTrace:
         for index, expected in self.constant_guards:
             scope[f"constant{index}"] = expected
 
+        def tensor_test(value: str, index: int) -> str:
+            # a negated view matches no variant: the trace of one says what is wrong
+            return (
+                f"({value}.shape == shape{index} and {value}.stride() == stride{index}"
+                f" and {value}.dtype == dtype{index} and not {value}.is_neg())"
+            )
+
         def expression(value_of: Callable[[int], str], native: Sequence[int] = ()) -> str:
-            # native: the tensors that one `_match` call compares (see `guarded_launch`)
-            tests = [f"_match({', '.join(value_of(i) for i in native)})"] if native else []
+            # native: the tensors that one `_match` call compares first (see `guarded_launch`);
+            # what it turns away (under inference mode, say) is then tested here in Python
+            tests = []
+            if native:
+                values = ", ".join(value_of(i) for i in native)
+                python = " and ".join(tensor_test(value_of(i), i) for i in native)
+                tests.append(f"(_match({values}) or ({python}))")
             for index, *_ in self.tensor_guards:
                 if index in native:
                     continue
-                value = value_of(index)
-                # a negated view matches no variant: the trace of one says what is wrong
-                test = (
-                    f"({value}.shape == shape{index} and {value}.stride() == stride{index}"
-                    f" and {value}.dtype == dtype{index} and not {value}.is_neg())"
-                )
+                test = tensor_test(value_of(index), index)
                 if index in from_args:
-                    test = f"({value} is a[{from_args[index]}] or {test})"
+                    test = f"({value_of(index)} is a[{from_args[index]}] or {test})"
                 tests.append(test)
             for index, _ in self.constant_guards:
                 tests.append(f"not ({value_of(index)} != constant{index})")
@@ -720,7 +728,7 @@ class BoundKernel:
         self._lock = threading.RLock()
         self._active_runner: Callable[..., Any] | None = None
         self._active_keyed: Callable[..., Any] | None = None
-        self._warm_calls: dict[Any, Callable[[tuple, Any], Any] | None] = {}
+        self._warm_calls: dict[tuple, Callable[[tuple, Any], Any] | None] = {}
         self._config: Config | None = None
         self._bind_args = args
         self._discovery_ir = self._discover(args)
@@ -1038,11 +1046,15 @@ class BoundKernel:
 
     def warm_call(self, args: tuple, static: Any) -> Callable[[tuple, Any], Any] | None:
         """`Kernel.__call__`'s warm path for this bound kernel (`_compile_warm_call`), built once
-        per ``static_shapes`` value from arguments whose key is this bound kernel's."""
+        per ``static_shapes`` value and inference mode from arguments whose key is this bound
+        kernel's. Inference mode changes the dispatch keys the C++ tensor match compares: a
+        warm call built outside it turns every call inside it away, so calls made there (an
+        inference server after a warm-up outside it) get a warm call of their own."""
+        mode = (static, _inference_mode())
         try:
-            return self._warm_calls[static]
+            return self._warm_calls[mode]
         except KeyError:
-            warm = self._warm_calls[static] = _compile_warm_call(self, args, static)
+            warm = self._warm_calls[mode] = _compile_warm_call(self, args, static)
             return warm
 
     def _call_keyed(self, args: tuple) -> Any:
