@@ -45,6 +45,10 @@ def tensor_match(request, monkeypatch):
     add_first_row.reset()
 
 
+class _TensorSubclass(torch.Tensor):
+    pass
+
+
 def _general_key(kernel, args):
     return tuple(_arg_key(arg, kernel.settings.static_shapes) for arg in args)
 
@@ -58,7 +62,11 @@ def test_generated_key_equals_the_general_key_and_declines_other_types():
         assert fast(args) == _general_key(scaled_add, args)
     # an int where a float was seen, a tensor subclass: the generated key declines
     assert fast((x, y, 2)) is None
-    assert fast((torch.nn.Parameter(x), y, 0.5)) is None
+    assert fast((x.as_subclass(_TensorSubclass), y, 0.5)) is None
+    # a Parameter is keyed like a tensor (autograd's custom-op test aside)
+    weight = torch.nn.Parameter(x.clone(), requires_grad=False)
+    assert fast((weight, y, 0.5)) == _general_key(scaled_add, (weight, y, 0.5)) == fast((x, y, 0.5))
+    assert fast((torch.nn.Parameter(x.clone()), y, 0.5)) is None
     torch.testing.assert_close(scaled_add(x, y, 2), x + 2 * y)
     p = torch.nn.Parameter(torch.randn(37), requires_grad=False)
     torch.testing.assert_close(scaled_add(p, y, 0.5), p + 0.5 * y)
@@ -359,3 +367,37 @@ def test_calls_under_inference_mode_after_a_warm_up_outside_it_stay_on_the_warm_
         torch.testing.assert_close(scaled_add(x, y, 1.0), x + y)  # and back outside
     finally:
         scaled_add._fast_keys[True] = fast
+
+
+def test_parameters_take_the_warm_path_like_tensors(monkeypatch):
+    """A model's weights arrive as `nn.Parameter`s: keyed like plain tensors, and inlined by the
+    key function and the warm call (under no_grad; with grad on they need the custom op)."""
+    from helion.runtime import torch_integration
+
+    x = torch.randn(37)
+    weight = torch.nn.Parameter(torch.randn(37))
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(scaled_add(x, weight, 0.5), x + 0.5 * weight)
+        assert scaled_add._warm is not None
+        keys = []
+        fast = scaled_add._fast_keys[True]
+        scaled_add._fast_keys[True] = lambda args: keys.append(args) or fast(args)
+        try:
+            for alpha in (1.0, 2.0):
+                torch.testing.assert_close(scaled_add(x, weight, alpha), x + alpha * weight)
+            assert keys == []
+            plain = weight.detach().clone()  # the same key, another type: the key function's path
+            torch.testing.assert_close(scaled_add(x, plain, 1.0), x + plain)
+            assert len(keys) == 1 and len(scaled_add._bound) == 1
+        finally:
+            scaled_add._fast_keys[True] = fast
+    through_op = []
+
+    def recording(kernel, args):
+        through_op.append(args)
+        return kernel._call_direct(args)
+
+    monkeypatch.setattr(torch_integration, "call_custom_op", recording)
+    scaled_add(x, weight, 1.0)  # grad on and a weight that requires it: autograd records it
+    assert len(through_op) == 1

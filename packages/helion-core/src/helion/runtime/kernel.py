@@ -281,13 +281,18 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
     raise TypeError(f"unsupported argument type {type(arg).__name__} for a Helion kernel")
 
 
+# exact tensor types the key function and warm call inline, by the name their type test uses:
+# a model's weights arrive as `nn.Parameter`s, and their key is a plain tensor's
+_TENSOR_KINDS = {torch.Tensor: "Tensor", torch.nn.Parameter: "Parameter"}
+
+
 def _inlined_kind(arg: Any, static: Any) -> str | None:
-    """How the generated key function and warm call take an argument: ``"tensor"`` (exactly a
-    `torch.Tensor`, with static shapes) or ``"bool"``/``"int"``/``"float"``, each behind an exact
-    type test; None: not inlined (`_arg_key` computes its key part)."""
+    """How the generated key function and warm call take an argument: ``"Tensor"`` or
+    ``"Parameter"`` (exactly that type, with static shapes) or ``"bool"``/``"int"``/``"float"``,
+    each behind an exact type test; None: not inlined (`_arg_key` computes its key part)."""
     kind = type(arg)
-    if kind is torch.Tensor and static:
-        return "tensor"
+    if static and kind in _TENSOR_KINDS:
+        return _TENSOR_KINDS[kind]
     return kind.__name__ if kind in (bool, int, float) else None
 
 
@@ -299,7 +304,7 @@ def _no_custom_op_test(grads: list[str]) -> str:
 
 
 _INLINED_SCOPE = {
-    "_Tensor": torch.Tensor, "_bool": bool, "_int": int, "_float": float,
+    "_Tensor": torch.Tensor, "_Parameter": torch.nn.Parameter, "_bool": bool, "_int": int, "_float": float,
     "_grad_enabled": torch.is_grad_enabled, "_dispatch_depth": torch._C._len_torch_dispatch_stack,
 }
 
@@ -321,9 +326,10 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
     for index, arg in enumerate(args):
         value = f"a[{index}]"
         kind = _inlined_kind(arg, static)
-        if kind == "tensor":
-            # a negated view takes the general path, whose `_arg_key` says what is wrong
-            tests.append(f"type({value}) is _Tensor and not {value}.is_neg()")
+        if kind in _TENSOR_KINDS.values():
+            # either exact type, whichever the first call passed (their keys are alike); a
+            # negated view takes the general path, whose `_arg_key` says what is wrong
+            tests.append(f"(type({value}) is _Tensor or type({value}) is _Parameter) and not {value}.is_neg()")
             parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
             grads.append(f"{value}.requires_grad")
         elif kind is not None:
@@ -353,12 +359,12 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
     function does not inline every argument (those keep the general lookup)."""
     tests: list[str] = []
     grads: list[str] = []
-    tensors: list[int] = []
+    tensors: dict[int, str] = {}  # position -> its exact type's name
     scope: dict[str, Any] = {}
     for index, arg in enumerate(args):
         kind = _inlined_kind(arg, static)
-        if kind == "tensor":
-            tensors.append(index)
+        if kind in _TENSOR_KINDS.values():
+            tensors[index] = kind
         elif kind is not None:
             tests.append(f"type(a[{index}]) is _{kind}")
         else:
@@ -370,12 +376,12 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
         # the match compares requires_grad too: with none set, autograd has nothing to record
         grads = [f"a[{i}].requires_grad" for i in tensors if args[i].requires_grad]
     else:
-        for index in tensors:
+        for index, kind in tensors.items():
             arg, value = args[index], f"a[{index}]"
             scope.update({f"_S{index}": arg.shape, f"_T{index}": arg.stride(), f"_D{index}": arg.dtype,
                           f"_V{index}": arg.device})
             tests.append(
-                f"type({value}) is _Tensor and {value}.shape == _S{index} and {value}.stride() == _T{index}"
+                f"type({value}) is _{kind} and {value}.shape == _S{index} and {value}.stride() == _T{index}"
                 f" and {value}.dtype is _D{index} and {value}.device == _V{index} and not {value}.is_neg()"
             )
             grads.append(f"{value}.requires_grad")
