@@ -520,3 +520,65 @@ def test_tensors_on_different_devices_are_named():
     assert "'out' on cpu" in message and "'x' on meta" in message, message
     y = _x(13)
     torch.testing.assert_close(_add_into_host_allocation(x, y), x + y)
+
+
+@helion.kernel(backend="ref", config=helion.Config(block_sizes=[8]))
+def _scaled(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] * 2
+    return out
+
+
+@pytest.mark.parametrize(
+    "make, what",
+    [
+        (lambda: torch.randn(13).to_sparse(), "layout torch.sparse_coo"),
+        (lambda: torch.quantize_per_tensor(torch.randn(13), 0.1, 0, torch.quint8), "quantized"),
+    ],
+    ids=["sparse", "quantized"],
+)
+def test_tensors_that_are_not_dense_and_strided_are_named(make, what):
+    _scaled.reset()
+    _expect(exc.UnsupportedTensorKind, _scaled, make())  # the first call
+    for _ in range(3):  # warm: the warm call, the key function
+        _scaled(_x(13))
+    assert what in _expect(exc.UnsupportedTensorKind, _scaled, make())
+
+
+def test_an_mkldnn_tensor_in_a_first_call_is_named():
+    # after a warm-up its key is a dense tensor's (its strides read as one's): the host code's
+    # first torch op on it then fails with torch's own error, at the kernel's line
+    _scaled.reset()
+    assert "layout torch._mkldnn" in _expect(exc.UnsupportedTensorKind, _scaled, torch.randn(13).to_mkldnn())
+
+
+def test_a_nested_tensor_after_a_warm_up_is_named_not_fatal():
+    """torch's C++ tensor check aborts the process on a strided nested tensor: the warm call
+    must test for one first. Run in a child process, so that a regression fails this test only."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import warnings
+        import torch
+        from helion import exc
+        import test_errors as t
+
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            t._scaled(torch.randn(13))
+        try:
+            t._scaled(torch.nested.nested_tensor([torch.randn(13)]))
+        except exc.UnsupportedTensorKind as error:
+            print("named:", error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        cwd=str(__import__("pathlib").Path(__file__).parent),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "named: A tensor argument is a nested tensor" in done.stdout, done.stdout + done.stderr[-2000:]

@@ -471,6 +471,11 @@ class NegatedTensorView(BaseError):
     defaults = ("A tensor argument",)
 
 
+class UnsupportedTensorKind(BaseError):
+    message = "A tensor argument is {0}: Helion kernels take dense, strided tensors."
+    hint = "Convert it first (e.g. `t.to_dense()`, `t.dequantize()`), or unbind a nested tensor."
+
+
 class TensorsOnDifferentDevices(BaseError):
     message = "The device code reads tensors on different devices: {0} on {1}, {2} on {3}."
     hint = (

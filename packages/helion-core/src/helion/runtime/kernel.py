@@ -146,8 +146,12 @@ class Kernel:
             if result is not _MISS:
                 return result
         fast = self._fast_keys.get(settings.static_shapes)
-        # None: arguments of other types than the first call's, or a call for the custom op
-        key = fast(args) if fast is not None else self._first_fast_key(args)
+        try:
+            # None: arguments of other types than the first call's, or a call for the custom op
+            key = fast(args) if fast is not None else self._first_fast_key(args)
+        except RuntimeError:
+            # a tensor without strides (sparse, nested, mkldnn): `_arg_key` says what it is
+            return self._call_general(args, None)
         if key is not None and settings.ref_mode is not _EAGER:
             bound = self._bound.get(key)
             if bound is not None and bound._active_keyed is not None:
@@ -251,8 +255,21 @@ def _hashable(value: Any) -> Hashable:
     return value
 
 
+def _unsupported_tensor_kind(arg: torch.Tensor) -> str | None:
+    if arg.is_nested:
+        return "a nested tensor"
+    if arg.layout is not torch.strided:
+        return f"of layout {arg.layout}"
+    if arg.is_quantized:
+        return f"quantized ({arg.dtype})"
+    return None
+
+
 def _arg_key(arg: Any, static: bool) -> Hashable:
     if isinstance(arg, torch.Tensor):
+        kind = _unsupported_tensor_kind(arg)
+        if kind is not None:
+            raise exc.UnsupportedTensorKind(kind)
         if arg.is_neg():
             raise exc.NegatedTensorView()
         if static:
@@ -372,7 +389,9 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
     match = exact_tensor_match([args[i] for i in tensors])
     if match is not None:
         scope["_match"] = match
-        tests.insert(0, f"_match({', '.join(f'a[{i}]' for i in tensors)})")
+        # torch's check aborts the process on a (strided) nested tensor: those never reach it
+        nested = " or ".join(f"a[{i}].is_nested" for i in tensors)
+        tests.insert(0, f"not ({nested}) and _match({', '.join(f'a[{i}]' for i in tensors)})")
         # the match compares requires_grad too: with none set, autograd has nothing to record
         grads = [f"a[{i}].requires_grad" for i in tensors if args[i].requires_grad]
     else:
@@ -629,6 +648,9 @@ class _CompiledTrace:
             if native:
                 values = ", ".join(value_of(i) for i in native)
                 python = " and ".join(tensor_test(value_of(i), i) for i in native)
+                # unlike the warm call, no `is_nested` test first (0.05 us a tensor): these are
+                # tensors the host code made, dense when traced, from arguments the warm call
+                # or the key function found dense
                 tests.append(f"(_match({values}) or ({python}))")
             for index, *_ in self.tensor_guards:
                 if index in native:

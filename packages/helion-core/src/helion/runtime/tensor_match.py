@@ -8,7 +8,9 @@ tests (it also compares ``requires_grad`` and the dispatch keys: conj/neg bits, 
 tensors), so where it says no the caller takes its general path, never a wrong one.
 
 It is a private torch API, so `exact_tensor_match` checks that it behaves as described on the
-examples and returns None otherwise; callers then keep their Python tests.
+examples and returns None otherwise; callers then keep their Python tests. It reads every
+tensor's strides before it compares anything, and a nested tensor of the strided layout has
+none: torch then aborts the process (torch 2.13). Callers test ``is_nested`` first.
 """
 
 from __future__ import annotations
