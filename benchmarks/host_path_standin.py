@@ -98,7 +98,7 @@ def main() -> None:
         out = torch.empty_like(x)
         rows = [
             ("tiny_add(x, y): the whole warm call", lambda: tiny_add(x, y)),
-            ("the bound kernel's keyed runner", lambda: keyed(x, y)),
+            ("the bound kernel's keyed runner", lambda: keyed((x, y))),
             ("fast_call(out, x, y): the fused launcher", lambda: compiled.fast_call(out, x, y)),
             ("torch.empty_like(x)", lambda: torch.empty_like(x)),
         ]

@@ -156,7 +156,7 @@ class Kernel:
             bound = self._bound.get(key)
             if bound is not None and bound._active_keyed is not None:
                 self._warm = bound.warm_call(args, settings.static_shapes)
-                return bound._active_keyed(*args)
+                return bound._active_keyed(args)
         return self._call_general(args, key)
 
     def _call_general(self, args: tuple, key: Hashable | None) -> Any:
@@ -410,7 +410,7 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
         f"    if {' and '.join(tests)}:\n"
         "        run = _bound._active_keyed\n"
         "        if run is not None:\n"
-        "            return run(*a)\n"
+        "            return run(a)\n"
         "    return _MISS\n"
     )
     scope.update({**_INLINED_SCOPE, "_STATIC": static, "_EAGER": _EAGER, "_MISS": _MISS, "_bound": bound})
@@ -975,8 +975,8 @@ class BoundKernel:
         return self._runner_pair(config)[0]
 
     def _runner_pair(self, config: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        """(run, run_keyed): ``run`` checks every guard; ``run_keyed`` is for arguments known to
-        have this bound kernel's specialization key."""
+        """(run, run_keyed): ``run(*args)`` checks every guard; ``run_keyed(args)`` takes the
+        argument tuple of a call known to have this bound kernel's specialization key."""
         runners = self._runners.get(config)
         if runners is not None:
             return runners
@@ -1037,10 +1037,11 @@ class BoundKernel:
             finally:
                 state.mode = previous
 
-        def make_run(keyed: bool) -> Callable[..., Any]:
+        def make_run(keyed: bool) -> Callable[[tuple], Any]:
             # keyed: the caller (`Kernel.__call__`) found this bound kernel by the arguments'
-            # specialization key, so the guards may trust the arguments' identities
-            def run(*args: Any) -> Any:
+            # specialization key, so the guards may trust the arguments' identities. It takes
+            # the call's argument tuple as it is (no unpacking and packing again: 0.05 us)
+            def run(args: tuple) -> Any:
                 try:
                     free.pop()
                 except IndexError:
@@ -1058,7 +1059,8 @@ class BoundKernel:
 
             return run
 
-        runners = self._runners[config] = (make_run(False), make_run(True))
+        run_unkeyed = make_run(False)
+        runners = self._runners[config] = (lambda *args: run_unkeyed(args), make_run(True))
         if self._active_runner is not None and self._config == config:
             self._active_runner, self._active_keyed = runners
         return runners
@@ -1090,7 +1092,7 @@ class BoundKernel:
         run = self._active_keyed
         if run is None:
             run = self._activate(args)[1]
-        return run(*args)
+        return run(args)
 
     def _activate(self, args: tuple) -> tuple[Callable[..., Any], Callable[..., Any]]:
         with self._lock:
