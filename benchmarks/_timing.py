@@ -13,11 +13,29 @@ import torch
 _L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than the H200's 50 MB L2
 
 
+FLUSH_MODES = ("write", "read")
+
+
 class Timer:
-    def __init__(self, device: torch.device) -> None:
+    """``flush``: how the L2 is emptied before each sample. ``write`` zeroes a buffer larger
+    than the L2 (as Triton's do_bench does), which leaves the L2 full of dirty lines: the timed
+    kernel then pays for writing them back, a fixed cost of up to 50 MB of write traffic that
+    a short kernel feels most. ``read`` reads that buffer instead, so the L2 holds clean lines
+    (dropped for free) and the sample holds only the kernel's own traffic."""
+
+    def __init__(self, device: torch.device, flush: str = "write") -> None:
+        if flush not in FLUSH_MODES:
+            raise ValueError(f"flush must be one of {FLUSH_MODES}, not {flush!r}")
         self.device = device
         self.cuda = device.type == "cuda"
-        self._flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if self.cuda else None
+        self.flush_mode = flush
+        self._flush = torch.zeros(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if self.cuda else None
+
+    def flush(self) -> None:
+        if self.flush_mode == "write":
+            self._flush.zero_()
+        else:  # a reduction reads every line of the buffer and writes one value
+            self._flush.max()
 
     def sync(self) -> None:
         if self.cuda:
@@ -52,7 +70,7 @@ class Timer:
             end.synchronize()
         for _ in range(repeat):
             if self.cuda:
-                self._flush.zero_()
+                self.flush()
                 begin.record()
                 fn()
                 end.record()
@@ -68,7 +86,7 @@ class Timer:
         begins = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
         for begin, end in zip(begins, ends, strict=True):
-            self._flush.zero_()
+            self.flush()
             begin.record()
             fn()
             end.record()

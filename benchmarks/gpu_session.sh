@@ -10,6 +10,8 @@
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
+#   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
+#                                                # KERNELS raced against torch.compile in interleaved rounds
 #   bash benchmarks/gpu_session.sh stability OUT # the quick search's picks over RUNS runs against its seeds
 #   bash benchmarks/gpu_session.sh profile OUT   # ncu sections of BENCH under CONFIG (benchmarks/profile_config.py)
 #   bash benchmarks/gpu_session.sh compare OUT   # BENCH under CONFIG next to torch.compile's kernel: sources,
@@ -52,11 +54,11 @@ case "$phase" in
     ;;
   perf)  # memory-bound rows with every baseline (~40 s a row: tuning plus torch.compile)
     step run_memory 540 python3 benchmarks/run.py --kernels add,softmax,rms_norm,layer_norm,swiglu,geglu \
-      --effort quick --json "$out/run_memory.json" --plot "$out/run_memory.png" --autotune-log "$out/tune"
+      --effort quick --flush "${FLUSH:-write}" --json "$out/run_memory.json" --plot "$out/run_memory.png" --autotune-log "$out/tune"
     ;;
   perf2)  # the other memory-bound rows, and host overhead
     step run_gather 420 python3 benchmarks/run.py --kernels cross_entropy,embedding,rope \
-      --effort quick --json "$out/run_gather.json" --autotune-log "$out/tune"
+      --effort quick --flush "${FLUSH:-write}" --json "$out/run_gather.json" --autotune-log "$out/tune"
     step launch_overhead 60 python3 benchmarks/launch_overhead.py
     ;;
   perf3)  # compute-bound rows against cuBLAS / _scaled_mm / SDPA flash (torch.compile of the
@@ -66,13 +68,18 @@ case "$phase" in
     ;;
   misses)  # the memory-bound rows that missed a target last time, each with every baseline
     step run_misses 420 python3 benchmarks/run.py --kernels "${KERNELS:-rope,geglu,embedding}" \
-      --effort quick --json "$out/run_misses.json" --autotune-log "$out/tune"
+      --effort quick --flush "${FLUSH:-write}" --json "$out/run_misses.json" --autotune-log "$out/tune"
     ;;
   stability)  # tune each kernel RUNS times from scratch, then time every pick and seed interleaved:
               # why a pick loses to a seed (benchmarks/pick_stability.py; ~35 s per tuning)
     TAIL=60 step pick_stability 560 python3 benchmarks/pick_stability.py --kernels "${KERNELS:-swiglu,add,rope}" \
       --runs "${RUNS:-3}" --out "$out/stability" --json "$out/stability.json"
     tar czf "$out/stability_logs.tgz" -C "$out" stability  # subdirectories' files do not come back
+    ;;
+  flush)  # how the flush moves small kernels' numbers; close races timed in interleaved rounds
+    TAIL=60 step flush_probe 540 python3 benchmarks/flush_probe.py --kernels "${KERNELS:-rms_norm,embedding}" \
+      --rounds "${ROUNDS:-7}" --json "$out/flush.json" \
+      --extra 'rms_norm={"block_sizes": [1], "reduction_loops": [null], "num_warps": 16, "num_stages": 1, "indexing": ["block_ptr", "pointer", "pointer"], "load_eviction_policies": ["first", "last"]}'
     ;;
   overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py
@@ -100,6 +107,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|stability|overhead|profile|compare|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|flush|stability|overhead|profile|compare|sweep|examples OUT"; exit 2 ;;
 esac
 exit $status

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import Timer, copy_bandwidth_tbs, cublas_peak_tflops  # noqa: E402
+from _timing import FLUSH_MODES, Timer, copy_bandwidth_tbs, cublas_peak_tflops  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -345,6 +345,10 @@ def main() -> int:
     parser.add_argument("--skip-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--autotune-log", default=None, help="directory for each row's autotuner log (<kernel>.csv)")
     parser.add_argument(
+        "--flush", default="write", choices=FLUSH_MODES,
+        help="how the L2 is emptied before each sample (see _timing.Timer): write (as do_bench) or read",
+    )
+    parser.add_argument(
         "--sweep", default=None,
         help=f"comma-separated kernels of {SWEEPABLE} to time over {len(SWEEP_ROWS)} row counts with static_shapes=False",
     )
@@ -354,7 +358,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("benchmarks/run.py needs a CUDA device", file=sys.stderr)
         return 2
-    timer = Timer(torch.device("cuda"))
+    timer = Timer(torch.device("cuda"), flush=ns.flush)
     rooflines = {
         "copy_tbs": copy_bandwidth_tbs(timer), "copy_tbs_queued": copy_bandwidth_tbs(timer, queued=True),
         "cublas_tflops": cublas_peak_tflops(timer), "cublas_tflops_queued": cublas_peak_tflops(timer, queued=True),
@@ -365,7 +369,7 @@ def main() -> int:
         f"TFLOP/s ({rooflines['cublas_tflops_queued']:.0f} queued)"
     )
     rows = []
-    result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name()}
+    result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name(), "flush": ns.flush}
     print(f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}   queued: {'ms':>9} {'rate':>8} {'roofline':>9}", flush=True)
     def measure(name: str, into: list, run: Callable[..., dict], show: Callable[[dict], None]) -> None:
         try:

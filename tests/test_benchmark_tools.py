@@ -133,3 +133,14 @@ def test_host_path_standin_takes_the_direct_launch_path(monkeypatch, capsys) -> 
     host_path_standin.main()
     assert len(timed) == 5 and "the whole warm call" in capsys.readouterr().out
     assert not torch.randn(3).is_cuda
+
+
+def test_timer_takes_a_known_flush_mode_and_times_on_the_cpu() -> None:
+    import pytest
+    from _timing import Timer
+
+    with pytest.raises(ValueError, match="flush must be one of"):
+        Timer(torch.device("cpu"), flush="none")
+    calls = []
+    ms = Timer(torch.device("cpu"), flush="read").median_ms(lambda: calls.append(1), min_repeat=3, max_repeat=3)
+    assert ms >= 0 and len(calls) == 5  # two calls to size the repeat count, then three samples

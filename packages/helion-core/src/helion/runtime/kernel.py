@@ -321,7 +321,7 @@ def _no_custom_op_test(grads: list[str]) -> str:
 
 
 _INLINED_SCOPE = {
-    "_Tensor": torch.Tensor, "_Parameter": torch.nn.Parameter, "_bool": bool, "_int": int, "_float": float,
+    **{f"_{name}": kind for kind, name in _TENSOR_KINDS.items()}, "_bool": bool, "_int": int, "_float": float,
     "_grad_enabled": torch.is_grad_enabled, "_dispatch_depth": torch._C._len_torch_dispatch_stack,
 }
 
@@ -346,7 +346,8 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
         if kind in _TENSOR_KINDS.values():
             # either exact type, whichever the first call passed (their keys are alike); a
             # negated view takes the general path, whose `_arg_key` says what is wrong
-            tests.append(f"(type({value}) is _Tensor or type({value}) is _Parameter) and not {value}.is_neg()")
+            exact = " or ".join(f"type({value}) is _{name}" for name in _TENSOR_KINDS.values())
+            tests.append(f"({exact}) and not {value}.is_neg()")
             parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
             grads.append(f"{value}.requires_grad")
         elif kind is not None:
