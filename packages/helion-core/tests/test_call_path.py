@@ -369,6 +369,50 @@ def test_calls_under_inference_mode_after_a_warm_up_outside_it_stay_on_the_warm_
         scaled_add._fast_keys[True] = fast
 
 
+@pytest.mark.parametrize("warm_inside", [False, True])
+def test_the_guarded_launch_matches_outputs_made_in_either_inference_mode(tensor_match, monkeypatch, warm_inside):
+    """The outputs the host code makes under inference mode have other dispatch keys: the
+    guarded launch built in one mode has a second C++ match for the other, so launches in
+    either mode skip the Python tests of those outputs."""
+    from helion.runtime import kernel
+
+    hits = []
+    built = kernel.other_inference_mode_match
+
+    def counting(examples):
+        match = built(examples)
+        return None if match is None else (lambda *tensors: hits.append(match(*tensors)) or hits[-1])
+
+    monkeypatch.setattr(kernel, "other_inference_mode_match", counting)
+    first, then = (torch.inference_mode(True), torch.inference_mode(False))[:: -1 if not warm_inside else 1]
+    with first:
+        x, y = torch.randn(37), torch.randn(37)
+        for _ in range(3):  # bound, keyed, then the guarded launch is built
+            torch.testing.assert_close(scaled_add(x, y, 0.5), x + 0.5 * y)
+    with then:
+        a, b = torch.randn(37), torch.randn(37)
+        for _ in range(4):
+            torch.testing.assert_close(scaled_add(a, b, 2.0), a + 2.0 * b)
+    if tensor_match == "python":  # no C++ match at all: the Python tests do it
+        assert hits == []
+    else:
+        assert hits and all(hits), hits
+
+
+def test_other_inference_mode_match_keeps_views_and_declines_mixed_examples():
+    from helion.runtime.tensor_match import other_inference_mode_match
+
+    base = torch.randn(6, 5)
+    out = torch.empty(5, 6)
+    match = other_inference_mode_match([out, base[1:]])
+    assert match is not None
+    with torch.inference_mode():
+        assert match(torch.empty(5, 6), base[1:])  # a fresh tensor made inside, a view of an outside one
+        assert not match(torch.empty(5, 6), torch.randn(5, 5))  # an inference tensor where the view was
+        inside = torch.empty(3)
+    assert other_inference_mode_match([inside, torch.empty(3)]) is None  # made in both modes
+
+
 def test_parameters_take_the_warm_path_like_tensors(monkeypatch):
     """A model's weights arrive as `nn.Parameter`s: keyed like plain tensors, and inlined by the
     key function and the warm call (under no_grad; with grad on they need the custom op)."""

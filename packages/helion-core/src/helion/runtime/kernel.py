@@ -25,7 +25,7 @@ from helion.language.philox import draw_call_seed
 from helion.runtime import torch_integration
 from helion.runtime.config import Config
 from helion.runtime.settings import RefMode, Settings
-from helion.runtime.tensor_match import exact_tensor_match
+from helion.runtime.tensor_match import exact_tensor_match, other_inference_mode_match
 
 _is_compiling = torch.compiler.is_compiling
 _EAGER = RefMode.EAGER  # a module global: read faster than the enum's attribute on the warm path
@@ -642,17 +642,19 @@ class _CompiledTrace:
                 f" and {value}.dtype == dtype{index} and not {value}.is_neg())"
             )
 
-        def expression(value_of: Callable[[int], str], native: Sequence[int] = ()) -> str:
-            # native: the tensors that one `_match` call compares first (see `guarded_launch`);
-            # what it turns away (under inference mode, say) is then tested here in Python
+        def expression(value_of: Callable[[int], str], native: Sequence[int] = (), other: bool = False) -> str:
+            # native: the tensors that one `_match` call compares first (see `guarded_launch`),
+            # then `_match_other` (other: the same tensors made in the other inference mode);
+            # what they turn away is then tested here in Python
             tests = []
             if native:
                 values = ", ".join(value_of(i) for i in native)
                 python = " and ".join(tensor_test(value_of(i), i) for i in native)
+                second = f"_match_other({values}) or " if other else ""
                 # unlike the warm call, no `is_nested` test first (0.05 us a tensor): these are
                 # tensors the host code made, dense when traced, from arguments the warm call
                 # or the key function found dense
-                tests.append(f"(_match({values}) or ({python}))")
+                tests.append(f"(_match({values}) or {second}({python}))")
             for index, *_ in self.tensor_guards:
                 if index in native:
                     continue
@@ -683,19 +685,27 @@ class _CompiledTrace:
         expression, scope, from_args = self._guard
         scope = dict(scope)
         native = [index for index, *_ in self.tensor_guards if index not in from_args]
-        match = exact_tensor_match([values[i] for i in native]) if native else None
+        examples = [values[i] for i in native]
+        match = exact_tensor_match(examples) if native else None
+        other_match = None
         if match is None:
             native = []
+        else:
+            # the tensors the host code makes under the other inference mode have other dispatch
+            # keys: a second match for them, so calls in either mode skip the Python tests
+            other_match = other_inference_mode_match(examples)
         names = ", ".join(f"v{i}" for i in range(len(values)))
         source = (
             f"def launch({names}):\n"
             f"    a = _mode.args\n"
-            f"    if {expression(lambda i: f'v{i}', native)}:\n"
+            f"    if {expression(lambda i: f'v{i}', native, other_match is not None)}:\n"
             f"        return _compiled({names})\n"
             f"    return _general({names})\n"
         )
         compiled = getattr(self.compiled, "fast_call", None) or self.compiled
-        scope.update({"_match": match, "_mode": mode, "_compiled": compiled, "_general": general})
+        scope.update({
+            "_match": match, "_match_other": other_match, "_mode": mode, "_compiled": compiled, "_general": general,
+        })
         exec(compile(source, "<helion guarded launch>", "exec"), scope)
         return scope["launch"]
 
