@@ -94,11 +94,16 @@ class Timer:
         return statistics.median(b.elapsed_time(e) for b, e in zip(begins, ends, strict=True))
 
 
+def copy_fn(nbytes: int, device: torch.device) -> Callable[[], Any]:
+    """A device-to-device copy of ``nbytes`` (read; as many written), ready to time."""
+    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=device).normal_()
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def copy_bandwidth_tbs(timer: Timer, nbytes: int = 2 * 1024**3, *, queued: bool = False) -> float:
     """Device-to-device copy: bytes read + bytes written per second, in TB/s."""
-    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=timer.device).normal_()
-    dst = torch.empty_like(src)
-    ms = timer.median_ms(lambda: dst.copy_(src), queued=queued)
+    ms = timer.median_ms(copy_fn(nbytes, timer.device), queued=queued)
     return 2 * nbytes / (ms * 1e-3) / 1e12
 
 

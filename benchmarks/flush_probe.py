@@ -26,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import FLUSH_MODES, Timer  # noqa: E402
+from _timing import FLUSH_MODES, Timer, copy_fn  # noqa: E402
 from run import BENCHES, _check, _tune  # noqa: E402
 
 import helion  # noqa: E402
@@ -34,17 +34,11 @@ import helion  # noqa: E402
 COPY_MB = (32, 67, 134, 268, 402, 2048)  # bytes read (as many written)
 
 
-def _copy_fn(nbytes: int, device: torch.device) -> Callable[[], Any]:
-    src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device=device).normal_()
-    dst = torch.empty_like(src)
-    return lambda: dst.copy_(src)
-
-
 def copy_sizes(timers: dict[str, Timer], device: torch.device) -> list[dict]:
     rows = []
     for mb in COPY_MB:
         nbytes = mb * 10**6
-        fn = _copy_fn(nbytes, device)
+        fn = copy_fn(nbytes, device)
         row = {"read_MB": mb}
         for mode, timer in timers.items():
             ms = timer.median_ms(fn, queued=True)
@@ -75,7 +69,7 @@ def race(name: str, extras: list[dict], timers: dict[str, Timer], rounds: int, d
     _check(compiled(*args), expected, bench)
     impls["torch.compile"] = lambda: compiled(*args)
     work = bench.work(args)
-    impls["copy_same_bytes"] = _copy_fn(max(int(work) // 2, 1 << 20), device)
+    impls["copy_same_bytes"] = copy_fn(max(int(work) // 2, 1 << 20), device)
     samples: dict[str, dict[str, list[float]]] = {m: {k: [] for k in impls} for m in timers}
     for _ in range(rounds):
         for mode, timer in timers.items():
