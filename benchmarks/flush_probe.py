@@ -3,9 +3,9 @@
     python benchmarks/flush_probe.py --kernels rms_norm,embedding --rounds 7 --json out.json \\
         --extra 'rms_norm={"block_sizes": [1], "num_warps": 16, "load_eviction_policies": ["first", "last"]}'
 
-1. A device copy of several sizes, queued, under each flush mode of _timing.Timer: a write
-   flush leaves the L2 full of dirty lines that the timed kernel writes back, a cost that a
-   small copy feels more than a large one.
+1. A device copy of several sizes (before the races and again after them), queued, under each
+   flush mode of _timing.Timer: a write flush leaves the L2 full of dirty lines that the timed
+   kernel writes back, a cost that a small copy feels more than a large one.
 2. For each kernel of benchmarks/run.py: our quick-effort pick (and any ``--extra`` configs),
    torch.compile, and a copy of the same bytes, timed in ``--rounds`` interleaved rounds under
    each flush mode, so that drift of the device between rounds hits every implementation alike.
@@ -124,6 +124,12 @@ def main() -> int:
             result["races"].append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
         if ns.json:
             Path(ns.json).write_text(json.dumps(result, indent=2))
+    # the size table again, after the races: the first one, made as the process starts, has
+    # read 4-9% below copies of the same size timed in the races
+    print("copy sizes again, after the races:")
+    result["copy_after_races"] = copy_sizes(timers, device)
+    if ns.json:
+        Path(ns.json).write_text(json.dumps(result, indent=2))
     return status
 
 

@@ -16,8 +16,10 @@ the bottleneck); the call path of a warm Helion kernel is key lookup + argument 
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
+import types
 
 import torch
 
@@ -62,6 +64,41 @@ def round_robin_us(fns: dict, n: int = 3000, rounds: int = 7) -> dict:
             torch.cuda.synchronize()
             best[name] = min(best[name], elapsed / n * 1e6)
     return best
+
+
+def _warm_path(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """Which branches the warm path takes with these CUDA tensors, and their cost: the warm
+    call (does it take the arguments, and does its C++ tensor match say yes?) and the guarded
+    launch's match of the output the host code makes. The CPU stand-in cannot show a match
+    that CUDA tensors fail."""
+    from helion.runtime.kernel import _MISS
+
+    rows: dict[str, float] = {"  tiny_add(x, y) alone": per_call_us(lambda: tiny_add(x, y))}
+    warm = tiny_add._warm
+    if warm is None:
+        print("(warm path: tiny_add has no warm call)")
+    else:
+        settings = tiny_add.settings
+        match = warm.__globals__.get("_match")
+        print(f"(warm path: the warm call takes (x, y): {warm((x, y), settings) is not _MISS}; "
+              f"its tensor match: {match(x, y) if match else 'none (Python tests)'})")
+        rows["  the warm call (x, y)"] = per_call_us(lambda: warm((x, y), settings))
+        keyed = warm.__globals__["_bound"]._active_keyed
+        rows["  its keyed runner (x, y)"] = per_call_us(lambda: keyed((x, y)))
+        if match:
+            rows["  its tensor match (x, y)"] = per_call_us(lambda: match(x, y))
+    guarded = [f for f in gc.get_objects() if type(f) is types.FunctionType
+               and f.__code__.co_filename == "<helion guarded launch>"]
+    out = torch.empty_like(x)
+    for launch in guarded:
+        match, other = launch.__globals__.get("_match"), launch.__globals__.get("_match_other")
+        if match is None:
+            print("(warm path: a guarded launch without a tensor match: Python tests)")
+            continue
+        print(f"(warm path: a guarded launch's match of a fresh output: {match(out)}, "
+              f"its other-mode match: {other(out) if other else 'none'})")
+        rows["  guarded launch's match (out)"] = per_call_us(lambda match=match: match(out))
+    return rows
 
 
 def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
@@ -238,7 +275,7 @@ def main() -> int:
     print(f"{'call':32} {'host us/call':>12}")
     for name, us in rows.items():
         print(f"{name:32} {us:12.2f}", flush=True)
-    for name, us in _breakdown(x, y).items():  # printed after the totals: a failure keeps them
+    for name, us in {**_warm_path(x, y), **_breakdown(x, y)}.items():  # after the totals: a failure keeps them
         print(f"{name:32} {us:12.2f}", flush=True)
     return 0
 
