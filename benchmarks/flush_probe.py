@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -52,12 +53,16 @@ def copy_sizes(timers: dict[str, Timer], device: torch.device) -> list[dict]:
     return rows
 
 
-def race(name: str, extras: list[dict], timers: dict[str, Timer], rounds: int, device: torch.device) -> dict:
+def race(
+    name: str, extras: list[dict], timers: dict[str, Timer], rounds: int, device: torch.device,
+    autotune_log: str | None = None,
+) -> dict:
     bench = BENCHES[name]
     kernel = getattr(importlib.import_module(bench.module), bench.kernel)
     args = bench.make_args(device)
     expected = bench.reference(*args)
-    run, config, tune_s = _tune(kernel, args, None, "quick")
+    log = str(Path(autotune_log) / name) if autotune_log else None
+    run, config, tune_s = _tune(kernel, args, None, "quick", log)
     _check(run(*args), expected, bench)
     impls: dict[str, Callable[[], Any]] = {"helion": lambda: run(*args)}
     configs = {"helion": repr(config)}
@@ -105,7 +110,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--extra", action="append", default=[], help="NAME=JSON: another config of NAME to race")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--autotune-log", default=None, help="directory for each kernel's autotuner log (<kernel>.csv)")
+    parser.add_argument("--fresh-tune", action="store_true",
+                        help="tune from scratch: neither read nor write the autotune cache (HELION_SKIP_CACHE=1), "
+                        "so that each process races a pick of its own")
     ns = parser.parse_args()
+    if ns.fresh_tune:
+        os.environ["HELION_SKIP_CACHE"] = "1"
+    if ns.autotune_log:
+        Path(ns.autotune_log).mkdir(parents=True, exist_ok=True)
     if not torch.cuda.is_available():
         print("benchmarks/flush_probe.py needs a CUDA device", file=sys.stderr)
         return 2
@@ -119,7 +132,7 @@ def main() -> int:
     status = 0
     for name in filter(None, ns.kernels.split(",")):
         try:
-            result["races"].append(race(name, extras.get(name, []), timers, ns.rounds, device))
+            result["races"].append(race(name, extras.get(name, []), timers, ns.rounds, device, ns.autotune_log))
         except Exception as error:
             status = 1
             print(f"{name}: {type(error).__name__}: {error}", flush=True)

@@ -78,8 +78,9 @@ case "$phase" in
     ;;
   flush)  # how the flush moves small kernels' numbers; close races timed in interleaved rounds
     TAIL=60 step flush_probe 540 python3 benchmarks/flush_probe.py --kernels "${KERNELS:-rms_norm,embedding}" \
-      --rounds "${ROUNDS:-7}" --json "$out/flush.json" \
+      --rounds "${ROUNDS:-7}" --json "$out/flush.json" --fresh-tune --autotune-log "$out/tune" \
       --extra 'rms_norm={"block_sizes": [1], "reduction_loops": [null], "num_warps": 16, "num_stages": 1, "indexing": ["block_ptr", "pointer", "pointer"], "load_eviction_policies": ["first", "last"]}'
+    tar czf "$out/flush_tune_logs.tgz" -C "$out" tune  # subdirectories' files do not come back
     ;;
   overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py
