@@ -61,8 +61,7 @@ def race(
     kernel = getattr(importlib.import_module(bench.module), bench.kernel)
     args = bench.make_args(device)
     expected = bench.reference(*args)
-    log = str(Path(autotune_log) / name) if autotune_log else None
-    run, config, tune_s = _tune(kernel, args, None, "quick", log)
+    run, config, tune_s = _tune(kernel, args, None, "quick", autotune_log, name)
     _check(run(*args), expected, bench)
     impls: dict[str, Callable[[], Any]] = {"helion": lambda: run(*args)}
     configs = {"helion": repr(config)}
@@ -117,8 +116,6 @@ def main() -> int:
     ns = parser.parse_args()
     if ns.fresh_tune:
         os.environ["HELION_SKIP_CACHE"] = "1"
-    if ns.autotune_log:
-        Path(ns.autotune_log).mkdir(parents=True, exist_ok=True)
     if not torch.cuda.is_available():
         print("benchmarks/flush_probe.py needs a CUDA device", file=sys.stderr)
         return 2

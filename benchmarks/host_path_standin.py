@@ -80,6 +80,9 @@ def main() -> None:
     name = next(n for n in vars(module) if n.startswith("_helion_"))
     driver = types.SimpleNamespace(get_current_device=lambda: 0, get_current_stream=lambda device: 0)
     original_is_cuda = torch.Tensor.is_cuda
+    # generated modules are shared by every kernel of the same source (launch_overhead's
+    # tiny_add too): the no-op launch must not outlive this run
+    original_kernel = getattr(module, name)
     torch.Tensor.is_cuda = property(lambda self: True)  # type: ignore[method-assign, assignment]
     try:
         direct = DirectLaunch(_FakeJit(getattr(module, name)), driver=driver, runtime_knobs=triton.knobs.runtime)
@@ -110,6 +113,8 @@ def main() -> None:
             print(f"{label:45s} {per_call_us(lambda: tiny_add(a, b)):6.2f} us")
     finally:
         torch.Tensor.is_cuda = original_is_cuda  # type: ignore[method-assign]
+        setattr(module, name, original_kernel)
+        tiny_add.reset()  # its runners launch the no-op
 
 
 if __name__ == "__main__":

@@ -202,13 +202,14 @@ BENCHES: dict[str, Bench] = {
 }
 
 def _tune(
-    kernel: Any, args: tuple, backend: str | None, effort: str, log: str | None = None
+    kernel: Any, args: tuple, backend: str | None, effort: str, log_dir: str | None = None, name: str = ""
 ) -> tuple[Callable[..., Any], Any, float]:
     if backend:
         kernel.settings.backend = backend
     kernel.settings.autotune_effort = effort
-    if log:  # <log>.csv: every candidate the search timed, to see later why it picked its winner
-        kernel.settings.autotune_log = log
+    if log_dir:  # <log_dir>/<name>.csv: every candidate the search timed, to see later why it picked its winner
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        kernel.settings.autotune_log = str(Path(log_dir) / name)
     kernel.reset()
     start = time.perf_counter()
     bound = kernel.bind(args)
@@ -291,8 +292,7 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
     args = bench.make_args(device)
     row: dict[str, Any] = {"kernel": name}
     expected = bench.reference(*args)
-    log = str(Path(args_ns.autotune_log) / name) if args_ns.autotune_log else None
-    run, config, tune_s = _tune(kernel, args, args_ns.backend, args_ns.effort, log)
+    run, config, tune_s = _tune(kernel, args, args_ns.backend, args_ns.effort, args_ns.autotune_log, name)
     actual = run(*args)
     _check(actual, expected, bench)
     row["config"] = repr(config)
@@ -353,8 +353,6 @@ def main() -> int:
         help=f"comma-separated kernels of {SWEEPABLE} to time over {len(SWEEP_ROWS)} row counts with static_shapes=False",
     )
     ns = parser.parse_args()
-    if ns.autotune_log:
-        Path(ns.autotune_log).mkdir(parents=True, exist_ok=True)
     if not torch.cuda.is_available():
         print("benchmarks/run.py needs a CUDA device", file=sys.stderr)
         return 2

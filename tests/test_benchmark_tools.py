@@ -144,3 +144,30 @@ def test_timer_takes_a_known_flush_mode_and_times_on_the_cpu() -> None:
     calls = []
     ms = Timer(torch.device("cpu"), flush="read").median_ms(lambda: calls.append(1), min_repeat=3, max_repeat=3)
     assert ms >= 0 and len(calls) == 5  # two calls to size the repeat count, then three samples
+
+
+def test_launch_overhead_reports_the_warm_path_it_takes(monkeypatch, capsys) -> None:
+    """`launch_overhead._warm_path` finds tiny_add's warm call and its own guarded launch (not
+    another kernel's) and says whether their tensor matches take these tensors; CPU tensors here."""
+    import launch_overhead
+
+    monkeypatch.setattr(launch_overhead, "per_call_us", lambda fn: [fn(), 0.0][1])
+    x, y = torch.randn(1000), torch.randn(1000)
+    for _ in range(3):  # the first call, the guarded launch's wiring, the warm call
+        torch.testing.assert_close(launch_overhead.tiny_add(x, y), x + y)
+    launch_overhead.tiny_add_via_wrapper(x, y)  # another kernel's guarded launch: not reported
+    launch_overhead.tiny_add_via_wrapper(x, y)
+    rows = launch_overhead._warm_path(x, y)
+    out = capsys.readouterr().out
+    assert "the warm call takes (x, y): True; its tensor match: True" in out
+    assert out.count("a guarded launch's match of a fresh output: True") == 1
+    assert {"  the warm call (x, y)", "  its keyed runner (x, y)", "  guarded launch's match (out)"} <= set(rows)
+
+
+def test_tune_writes_the_search_log_under_the_given_directory(tmp_path: Path) -> None:
+    import run
+
+    x, y = torch.randn(37, 5), torch.randn(37, 5)
+    compiled, config, _ = run._tune(scaled_add, (x, y), None, "quick", str(tmp_path / "logs"), "row")
+    torch.testing.assert_close(compiled(x, y), x * 2.0 + y)
+    assert (tmp_path / "logs" / "row.csv").is_file()
