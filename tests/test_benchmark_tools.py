@@ -168,6 +168,6 @@ def test_tune_writes_the_search_log_under_the_given_directory(tmp_path: Path) ->
     import run
 
     x, y = torch.randn(37, 5), torch.randn(37, 5)
-    compiled, config, _ = run._tune(scaled_add, (x, y), None, "quick", str(tmp_path / "logs"), "row")
+    compiled, _config, _ = run._tune(scaled_add, (x, y), None, "quick", str(tmp_path / "logs"), "row")
     torch.testing.assert_close(compiled(x, y), x * 2.0 + y)
     assert (tmp_path / "logs" / "row.csv").is_file()
