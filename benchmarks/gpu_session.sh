@@ -72,8 +72,10 @@ case "$phase" in
     ;;
   stability)  # tune each kernel RUNS times from scratch, then time every pick and seed interleaved:
               # why a pick loses to a seed (benchmarks/pick_stability.py; ~35 s per tuning)
-    TAIL=60 step pick_stability 560 python3 benchmarks/pick_stability.py --kernels "${KERNELS:-swiglu,add,rope}" \
-      --runs "${RUNS:-3}" --out "$out/stability" --json "$out/stability.json"
+    # EXTRA: one more config (JSON) to race, e.g. for the 8192-token embedding:
+    # KERNELS=embedding EXTRA='{"block_sizes": [1, 1024], "num_warps": 2, "loop_orders": [[1, 0]]}'
+    TAIL=80 step pick_stability 560 python3 benchmarks/pick_stability.py --kernels "${KERNELS:-swiglu,add,rope}" \
+      --runs "${RUNS:-3}" --out "$out/stability" --json "$out/stability.json" ${EXTRA:+--extra "$EXTRA"}
     tar czf "$out/stability_logs.tgz" -C "$out" stability  # subdirectories' files do not come back
     ;;
   flush)  # how the flush moves small kernels' numbers; close races timed in interleaved rounds

@@ -17,6 +17,11 @@ benchmarks' queued timer, and prints per run:
 A pick that loses while the fastest config was never measured is a search problem; one measured
 but ranked low is a first-pass timing problem; one re-benchmarked and still lost is a
 re-benchmark problem.
+
+Every config a run re-benchmarked is raced too, and listed with the search's own re-benchmark
+time beside the benchmarks' time of it ("tuner vs final"): where the two orders disagree, the
+autotuner's timing differs from the benchmarks' in some systematic way, and no search change
+would fix the pick. ``--extra JSON`` adds configs of one's own (hand-picked rivals) to the race.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import Timer, copy_bandwidth_tbs  # noqa: E402
 from run import BENCHES, _check  # noqa: E402  (also puts examples/ on sys.path)
+
+import helion  # noqa: E402
 
 
 def config_text(config: Any) -> str:
@@ -64,6 +71,44 @@ def read_log(path: Path) -> dict[str, Any]:
     ranked = sorted(first, key=first.get)
     return {"first": first, "again": again, "rank": {k: i + 1 for i, k in enumerate(ranked)},
             "failed": len(failures), "failures": failures}
+
+
+def candidate_set(picks: list[Any], seeds: list[Any], logs: list[dict[str, Any]], extras: list[Any]
+                  ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The configs to race, by `config_text`, and a label each: the runs' picks (``pick<run>``),
+    the default and the seeds (``default``, ``seed<n>``), every config a run re-benchmarked
+    (``r<run>.<n>``) and the ``--extra`` ones (``extra<n>``); a config with several roles gets
+    every label, joined by ``+``."""
+    candidates: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+
+    def add(config: Any, label: str) -> None:
+        key = config_text(config)
+        candidates.setdefault(key, config if not isinstance(config, str) else helion.Config(**json.loads(config)))
+        labels[key] = f"{labels[key]}+{label}" if key in labels else label
+
+    for index, config in enumerate(picks):
+        add(config, f"pick{index}")
+    for index, config in enumerate(seeds):
+        add(config, "default" if index == 0 else f"seed{index}")
+    for run, log in enumerate(logs):
+        for position, key in enumerate(sorted(log["again"], key=log["again"].get)):
+            if key not in labels:  # picks and seeds keep their names; the rest are the search's own
+                add(key, f"r{run}.{position}")
+    for index, config in enumerate(extras):
+        add(config, f"extra{index}")
+    return candidates, labels
+
+
+def tuner_vs_final(log: dict[str, Any], final: dict[str, float], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """Each config one run re-benchmarked, fastest first by the search's own re-benchmark, with
+    the benchmarks' final time beside it and each one's rank by either."""
+    timed = [key for key in log["again"] if key in final]
+    by_tuner = sorted(timed, key=log["again"].get)
+    by_final = sorted(timed, key=final.get)
+    return [{"config": labels[key], "tuner_ms": log["again"][key], "final_ms": round(final[key], 5),
+             "tuner_rank": by_tuner.index(key) + 1, "final_rank": by_final.index(key) + 1}
+            for key in by_tuner]
 
 
 def final_times(candidates: dict[str, Any], args: tuple, bound: Any, expected: Any, bench: Any,
@@ -110,16 +155,8 @@ def study(name: str, options: argparse.Namespace, timer: Timer, copy: float, out
                      "log": read_log(Path(f"{log}.csv"))})
         print(f"   run {index}: {seconds:.1f} s, pick {config!r}", flush=True)
     seeds = [bound.config_spec.default_config(), *bound.seed_configs()]
-    candidates: dict[str, Any] = {}
-    labels: dict[str, str] = {}
-    for index, config in enumerate(picks):
-        key = config_text(config)
-        candidates.setdefault(key, config)
-        labels.setdefault(key, f"pick{index}")
-    for index, config in enumerate(seeds):
-        key = config_text(config)
-        candidates.setdefault(key, config)
-        labels[key] = labels.get(key, "") + ("+" if key in labels else "") + ("default" if index == 0 else f"seed{index}")
+    extras = [helion.Config(**json.loads(text)) for text in options.extra]
+    candidates, labels = candidate_set(picks, seeds, [run["log"] for run in runs], extras)
     final = final_times(candidates, args, bound, expected, bench, timer, options.rounds)
     fastest = min(final, key=final.get)
 
@@ -132,6 +169,7 @@ def study(name: str, options: argparse.Namespace, timer: Timer, copy: float, out
         log = run["log"]
         rows.append({
             "run": index,
+            "tuner_vs_final": tuner_vs_final(log, final, labels),
             "rng_seed": run["seed"],
             "seconds": run["seconds"],
             "pick": labels[pick],
@@ -170,6 +208,12 @@ def print_study(result: dict) -> None:
               f"{ms(row['pick_final_ms'])} | {row['fastest']:>8} {ms(row['fastest_first_pass_ms'])} "
               f"{row['fastest_rank'] or '-':>4} {ms(row['fastest_rebenchmarked_ms'])} | "
               f"{row['measured']:>4} {row['rebenchmarked']:>3} {row['failed']:>4}", flush=True)
+    for row in result["runs"]:  # does the benchmarks' order of what the search re-timed match its own?
+        print(f"   run {row['run']}: tuner vs final, the search's re-benchmark order")
+        for entry in row["tuner_vs_final"]:
+            flag = "" if entry["tuner_rank"] == entry["final_rank"] else "  <- order differs"
+            print(f"      {entry['config']:>18} tuner {entry['tuner_ms']:8.4f} ms #{entry['tuner_rank']}  "
+                  f"final {entry['final_ms']:8.4f} ms #{entry['final_rank']}{flag}", flush=True)
     for row in result["runs"]:  # why candidates failed: a failed seed never competes
         for failure in row["failures"][:4]:
             print(f"   run {row['run']} failed: {failure}", flush=True)
@@ -183,6 +227,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", default=None, help="directory of the searches' CSV logs (default: a temp dir)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--extra", action="append", default=[],
+                        help="JSON of a config to race beside the picks and seeds (every kernel)")
     options = parser.parse_args()
     if not torch.cuda.is_available():
         print("pick_stability.py needs a CUDA device", file=sys.stderr)

@@ -61,6 +61,46 @@ def test_pick_stability_reads_the_rebenchmark_rows(tmp_path: Path) -> None:
     assert log["failed"] == 0 and log["failures"] == []
 
 
+def test_pick_stability_races_what_each_run_rebenchmarked(tmp_path: Path) -> None:
+    from helion.autotuner.benchmarking import BenchmarkHarness
+
+    x, y = torch.randn(37, 29), torch.randn(37, 29)
+    bound = scaled_add.bind((x, y))
+    bound.settings.autotune_log = str(tmp_path / "run0")
+    timed = [helion.Config(block_sizes=[8, 16]), helion.Config(block_sizes=[16, 8]),
+             helion.Config(block_sizes=[4, 32])]
+    with BenchmarkHarness(bound, (x, y), isolation="inprocess") as harness:
+        harness.evaluate(timed)
+        harness.rebenchmark(timed, rounds=2)
+    log = pick_stability.read_log(tmp_path / "run0.csv")
+    assert len(log["again"]) == 3
+    pick = bound.normalize(timed[2])
+    seeds = [bound.config_spec.default_config(), *bound.seed_configs()]
+    extra = helion.Config(block_sizes=[1, 32], num_warps=2)
+    candidates, labels = pick_stability.candidate_set([pick], seeds, [log], [extra])
+    assert set(candidates) == set(labels)
+    # every re-benchmarked config is raced, as a Config the bound kernel can compile
+    assert set(log["again"]) <= set(candidates)
+    for key in log["again"]:
+        assert pick_stability.config_text(candidates[key]) == key
+        torch.testing.assert_close(bound.compile_config(candidates[key])(x, y), x * 2.0 + y)
+    assert labels[pick_stability.config_text(pick)].startswith("pick0")
+    assert labels[pick_stability.config_text(extra)].endswith("extra0")
+    if len(seeds) > 1:
+        assert "seed1" in labels[pick_stability.config_text(seeds[1])]
+    # the benchmarks' times in the reverse of the search's order
+    order = sorted(log["again"], key=log["again"].get)
+    final = {key: float(len(order) - i) for i, key in enumerate(order)}
+    rows = pick_stability.tuner_vs_final(log, final, labels)
+    assert [r["tuner_rank"] for r in rows] == list(range(1, len(order) + 1))
+    assert [r["final_rank"] for r in rows] == list(range(len(order), 0, -1))
+    assert [r["tuner_ms"] for r in rows] == sorted(log["again"].values())
+    # a config the race could not time (it failed there) is left out, not ranked
+    del final[order[0]]
+    rows = pick_stability.tuner_vs_final(log, final, labels)
+    assert [r["final_rank"] for r in rows] == [2, 1]
+
+
 def _sm90_report(tmp_path: Path, benches: str) -> tuple[str, dict[str, tuple[int, str, str]]]:
     """Run benchmarks/sm90_compile_check.py on run.py's kernels ``benches``: its output, and per
     recorded case (spills, the access column, the whole line)."""
