@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import torch
 

@@ -24,8 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import Timer, copy_bandwidth_tbs, cublas_peak_tflops  # noqa: E402
-from run import BENCHES  # noqa: E402  (also puts examples/ on sys.path)
+from _timing import Timer
+from _timing import copy_bandwidth_tbs
+from _timing import cublas_peak_tflops
+from run import BENCHES  # also puts examples/ on sys.path
 
 # the anchor's quick effort on the H200: (rate, unit, tuning seconds)
 ANCHOR = {

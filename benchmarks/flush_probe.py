@@ -22,15 +22,20 @@ import os
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import FLUSH_MODES, Timer, copy_fn  # noqa: E402
-from run import BENCHES, _check, _tune  # noqa: E402
+from _timing import FLUSH_MODES
+from _timing import Timer
+from _timing import copy_fn
+from run import BENCHES
+from run import _check
+from run import _tune
 
-import helion  # noqa: E402
+import helion
 
 # bytes read (as many written), in MB; 67.108864 is 64 MiB, the size of the copy that the
 # 8192-token embedding race times (8192 x 4096 bf16), which ran 7-8% faster than 67 MB here

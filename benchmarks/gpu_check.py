@@ -25,7 +25,6 @@ from _common import SUITE  # noqa: E402
 from _timing import Timer  # noqa: E402
 
 
-
 def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object]]:
     configs = [("default", spec.default_config())]
     for i in range(n_random):
@@ -42,7 +41,8 @@ def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object
 
 
 def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[dict]:
-    from _common import assert_matches, clone_args
+    from _common import assert_matches
+    from _common import clone_args
 
     module = importlib.import_module(name)
     rows = []
@@ -65,7 +65,7 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
                 assert_matches(run(*clone_args(args)), expected, atol=max(case.atol, 1e-2), rtol=max(case.rtol, 1e-2))
                 passed += 1
                 if label.startswith("seed") or label == "default":
-                    ms = timer.median_ms(lambda: run(*args), target_s=0.05)
+                    ms = timer.median_ms(lambda run=run, args=args: run(*args), target_s=0.05)
                     if ms < best[0]:
                         best = (ms, config)
             except Exception as error:
@@ -73,7 +73,7 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
                     print(f"--- {case.name} {label}: {config}", flush=True)
                     traceback.print_exc()
                 failed.append(f"{label}: {type(error).__name__}: {str(error).splitlines()[-1][:160] if str(error) else ''}")
-        torch_ms = timer.median_ms(lambda: case.reference(*args), target_s=0.05)
+        torch_ms = timer.median_ms(lambda case=case, args=args: case.reference(*args), target_s=0.05)
         rows.append({
             "kernel": case.name, "passed": passed, "failed": failed, "best_ms": best[0],
             "torch_ms": torch_ms, "best_config": repr(best[1]),

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 import types
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import torch
 

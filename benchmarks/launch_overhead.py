@@ -184,7 +184,7 @@ def _static_launcher_rows(direct, grid, g, args, kwargs, env, stream) -> dict[st
         kernel = direct.jit_function[grid](*args, **kwargs)  # the CompiledKernel of these args
         names = list(direct.jit_function.arg_names)
         signature = {(names[k] if isinstance(k, int) else k): v for k, v in kernel.src.signature.items()}
-        given = dict(zip(names, args))
+        given = dict(zip(names, args, strict=False))
         given.update(kwargs)
         codes, passed = "", []
         for name in names:

@@ -42,10 +42,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import Timer, copy_bandwidth_tbs  # noqa: E402
-from run import BENCHES, _check  # noqa: E402  (also puts examples/ on sys.path)
+from _timing import Timer
+from _timing import copy_bandwidth_tbs
+from run import BENCHES  # also puts examples/ on sys.path
+from run import _check
 
-import helion  # noqa: E402
+import helion
 
 
 def config_text(config: Any) -> str:

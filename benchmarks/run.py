@@ -19,7 +19,8 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import torch
 
@@ -27,7 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _timing import FLUSH_MODES, Timer, copy_bandwidth_tbs, cublas_peak_tflops  # noqa: E402
+from _timing import FLUSH_MODES  # noqa: E402
+from _timing import Timer  # noqa: E402
+from _timing import copy_bandwidth_tbs  # noqa: E402
+from _timing import cublas_peak_tflops  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -79,7 +83,8 @@ def _attention_flops(args: tuple, causal: bool) -> float:
 
 
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
+    from torch.nn.attention import sdpa_kernel
 
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -253,9 +258,9 @@ def run_sweep(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace
         static_run = kernel.bind(args).compile_config(config)
         kernel.settings.static_shapes = False
         work = bench.work(args)
-        dynamic_ms = timer.median_ms(lambda: dynamic_run(*args))
-        static_ms = timer.median_ms(lambda: static_run(*args))
-        torch_ms = timer.median_ms(lambda: bench.reference(*args))
+        dynamic_ms = timer.median_ms(lambda run=dynamic_run, args=args: run(*args))
+        static_ms = timer.median_ms(lambda run=static_run, args=args: run(*args))
+        torch_ms = timer.median_ms(lambda args=args: bench.reference(*args))
         row["sweep"].append({
             "rows": rows,
             "same_bound_kernel": dynamic_bound is bound_dynamic,

@@ -92,7 +92,9 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
 
     import helion
     import helion_triton.target as target_module
-    from helion_triton.target import TritonTarget, has_block_ptr, range_kwargs
+    from helion_triton.target import TritonTarget
+    from helion_triton.target import has_block_ptr
+    from helion_triton.target import range_kwargs
 
     hopper = TritonTarget("cuda", False, (9, 0), 132, has_block_ptr(), True, range_kwargs())
     # the backend asks target_for(device) which code to generate: answer Hopper for the CPU
@@ -107,9 +109,9 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
 
     launches: list[dict] = []
 
-    def recording_run(self, *args, grid, warmup, **kwargs):  # noqa: ANN001 - Triton's signature
+    def recording_run(self, *args, grid, warmup, **kwargs):  # Triton's signature
         names = list(self.arg_names)
-        values = dict(zip(names, args))
+        values = dict(zip(names, args, strict=False))
         values.update({k: v for k, v in kwargs.items() if k in names})
         constexprs = {name: values[name] for name in names if name in self.constexprs_names}
         launches.append({
@@ -138,7 +140,7 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
         args = make_args()
         args = tuple(a.cpu() if isinstance(a, torch.Tensor) else a for a in args)
         bound = kernel.bind(args)
-        configs = list(bound.seed_configs()) + [bound.config_spec.default_config()]
+        configs = [*list(bound.seed_configs()), bound.config_spec.default_config()]
         configs += [bound.config_spec.random_config(random.Random(s)) for s in range(random_configs)]
         for index, config in enumerate(configs):
             launches.clear()
@@ -149,7 +151,7 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
                 continue
             try:
                 bound.compile_config(config)(*args)
-            except Exception as error:  # noqa: BLE001 - recorded, not fatal
+            except Exception as error:  # recorded, not fatal
                 print(f"{label}: not recorded ({type(error).__name__}: {str(error)[:120]})")
                 continue
             source = bound.to_triton_code(config)
@@ -246,7 +248,7 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
                 regs, spills = _ptxas_resources(compiled.asm["ptx"], directory / (path.stem + ".ptx"))
                 widths = _memory_widths(compiled.asm["cubin"], directory / (path.stem + ".cubin"))
                 report.append((entry["case"], regs, spills, compiled.metadata.shared, widths, entry["config"]))
-        except Exception as error:  # noqa: BLE001 - reported per kernel
+        except Exception as error:  # reported per kernel
             failures += 1
             lines = [ln for ln in str(error).splitlines() if "error" in ln.lower() or "failed" in ln.lower()]
             print(f"FAIL {entry['case']}: {type(error).__name__}: {(lines or [str(error)])[-1][:200]}")

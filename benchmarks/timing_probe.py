@@ -17,11 +17,12 @@ import triton.testing
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
-import helion  # noqa: E402
-from _timing import Timer  # noqa: E402
-from helion.autotuner.benchmarking import clone_args  # noqa: E402
-from helion.autotuner.benchmarking import do_bench  # noqa: E402
-from rms_norm import rms_norm  # noqa: E402
+from _timing import Timer
+from rms_norm import rms_norm
+
+import helion
+from helion.autotuner.benchmarking import clone_args
+from helion.autotuner.benchmarking import do_bench
 
 CONFIGS = [
     dict(block_sizes=[1], num_warps=16, num_stages=1, indexing=["pointer"] * 3, load_eviction_policies=["", ""]),
@@ -41,7 +42,7 @@ def main() -> None:
     for values in CONFIGS:
         fn = bound.compile_config(helion.Config(**values))
         args = clone_args((x, w))
-        call = lambda: fn(*args)  # noqa: E731
+        call = lambda fn=fn, args=args: fn(*args)  # noqa: E731
         call()
         torch.cuda.synchronize()
         harness = do_bench(call, device=device, repeat=60, warmup=1)

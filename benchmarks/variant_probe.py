@@ -23,17 +23,17 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
-import add as add_example  # noqa: E402
-import geglu as geglu_example  # noqa: E402
-import swiglu as swiglu_example  # noqa: E402
-import rope as rope_example  # noqa: E402
-from _timing import Timer  # noqa: E402
-from _timing import copy_bandwidth_tbs  # noqa: E402
-from run import BENCHES  # noqa: E402
+import add as add_example
+import geglu as geglu_example
+import rope as rope_example
+import swiglu as swiglu_example
+from _timing import Timer
+from _timing import copy_bandwidth_tbs
+from run import BENCHES
 
-import helion  # noqa: E402
-import helion.language as hl  # noqa: E402
-import helion_triton.codegen as triton_codegen  # noqa: E402
+import helion
+import helion.language as hl
+import helion_triton.codegen as triton_codegen
 
 
 @helion.kernel()

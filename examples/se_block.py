@@ -35,7 +35,7 @@ def se_block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 @helion.kernel()
 def se_block_channels(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
-    batch, channels, length = x.shape
+    batch, channels, _length = x.shape
     hidden = w1.size(1)
     assert w1.shape == (channels, hidden) and w2.shape == (hidden, channels), "weight shapes"
     out = torch.empty_like(x)

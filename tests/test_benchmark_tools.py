@@ -12,7 +12,7 @@ import helion.language as hl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import pick_stability  # noqa: E402
+import pick_stability
 
 
 @helion.kernel(backend="ref", autotune_effort="quick", autotune_progress_bar=False, autotune_log_level=0)
@@ -130,10 +130,10 @@ def test_matmul_seeds_compile_for_hopper_to_tma_and_warpgroup_mma(tmp_path: Path
 
     output, rows = _sm90_report(tmp_path, "matmul")
     # the tool records each seed, then the default config last (no random ones asked for)
-    last = max(rows, key=lambda case: int(case.rsplit("_", 1)[1]))
+    last = max(rows, key=lambda name: int(name.rsplit("_", 1)[1]))
     seeds = {case: row for case, row in rows.items() if case != last}
     assert len(seeds) >= 4, output[-2000:]
-    for case, (spills, accesses, line) in seeds.items():
+    for spills, accesses, line in seeds.values():
         assert spills == 0, line
         assert re.search(r"\btma [1-9]", accesses) and re.search(r"\bwgmma [1-9]", accesses), line
     assert all(re.search(r"\bwgmma [1-9]", row[1]) for row in rows.values()), output[-2000:]
@@ -168,7 +168,7 @@ def test_host_path_standin_takes_the_direct_launch_path(monkeypatch, capsys) -> 
 
     timed = []
     monkeypatch.setattr(
-        host_path_standin, "per_call_us", lambda fn: timed.append(fn) or [fn() for _ in range(3)] and 1.0
+        host_path_standin, "per_call_us", lambda fn: timed.append(fn) or ([fn() for _ in range(3)] and 1.0)
     )
     host_path_standin.main()
     assert len(timed) == 5 and "the whole warm call" in capsys.readouterr().out

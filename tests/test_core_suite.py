@@ -33,7 +33,6 @@ from _common import assert_matches  # noqa: E402
 from _common import clone_args  # noqa: E402
 
 
-
 def _load(stem: str):
     name = f"helion_examples_{stem}"
     if name in sys.modules:

@@ -89,7 +89,7 @@ def test_example_on_backend(backend, module, case, request):
         return
     if backend == "cute":
         # compiled through cute.compile; launching without a GPU is a clear error
-        with pytest.raises(exc.BaseError, match="(?i)cuda|gpu"):
+        with pytest.raises(exc.BaseError, match=r"(?i)cuda|gpu"):
             compiled(*clone_args(args))
         _outcomes.setdefault(backend, {})[case.name] = "compiled"
         return

@@ -25,7 +25,6 @@ from helion.autotuner.effort import get_effort_profile
 from helion.autotuner.effort import normalize_effort
 from helion.autotuner.search import BaseSearch
 from helion.autotuner.search import CallableEvaluator
-from helion.autotuner.search.base import config_key
 from helion.autotuner.search import DifferentialEvolutionSearch
 from helion.autotuner.search import FiniteSearch
 from helion.autotuner.search import PatternSearch
@@ -453,7 +452,7 @@ def test_rebenchmark_candidates_keep_the_threshold_and_the_cap() -> None:
     def cost(config: Config) -> float:
         return times[config_key(config)]
 
-    seeds = configs[10:] + [configs[5]]  # 1.10 .. 1.23 and 1.05
+    seeds = [*configs[10:], configs[5]]  # 1.10 .. 1.23 and 1.05
     search = RandomSearch(
         spec,
         CallableEvaluator(cost),

@@ -54,7 +54,7 @@ def test_unpacking_a_single_tile():
     @helion.kernel(autotune_effort="none")
     def k(x):
         out = torch.empty_like(x)
-        for a, b in hl.tile(x.size(0)):
+        for a, b in hl.tile(x.size(0)):  # noqa: B007 - the unpacking is the error under test
             out[a] = x[a]
         return out
 
@@ -248,7 +248,7 @@ def test_star_args_kernel():
 
         @helion.kernel
         def k(*xs):
-            for tile in hl.tile(4):
+            for _tile in hl.tile(4):
                 pass
 
 
@@ -269,7 +269,7 @@ def test_device_api_on_host():
     @helion.kernel(autotune_effort="none")
     def k(x):
         out = torch.empty_like(x)
-        acc = hl.zeros([4])
+        acc = hl.zeros([4])  # noqa: F841 - the host-side call is the error under test
         for tile in hl.tile(x.size(0)):
             out[tile] = x[tile]
         return out
@@ -286,7 +286,7 @@ def test_tile_outside_for_loop():
     @helion.kernel(autotune_effort="none")
     def k(x):
         out = torch.empty_like(x)
-        tiles = hl.tile(x.size(0))
+        tiles = hl.tile(x.size(0))  # noqa: F841 - the call outside a for is the error under test
         for tile in hl.tile(x.size(0)):
             out[tile] = x[tile]
         return out
@@ -431,7 +431,7 @@ def test_decorator_below_helion_kernel():
 def test_no_tensor_arguments():
     @helion.kernel(autotune_effort="none")
     def k(n):
-        for tile in hl.tile(n):
+        for _tile in hl.tile(n):
             pass
         return n
 

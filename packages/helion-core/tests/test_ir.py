@@ -10,7 +10,10 @@ import torch
 import helion
 import helion.language as hl
 from helion import exc
-from helion.ir.core import Block, Node, TensorType, Value
+from helion.ir.core import Block
+from helion.ir.core import Node
+from helion.ir.core import TensorType
+from helion.ir.core import Value
 from helion.ir.verifier import verify
 from helion.language import _ops as ops
 

@@ -39,7 +39,7 @@ def _run_all(kernel: helion.Kernel, args_fn, expected_fn, count: int = 5) -> Non
     bound, configs = _configs(kernel, args, count)
     for config in configs:
         actual = bound.compile_config(config)(*args_fn())
-        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{config}: {m}")
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m, config=config: f"{config}: {m}")
     eager = helion.kernel(kernel.fn, ref_mode=helion.RefMode.EAGER)
     torch.testing.assert_close(eager(*args_fn()), expected, equal_nan=True)
 

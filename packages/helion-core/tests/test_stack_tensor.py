@@ -63,7 +63,7 @@ def test_load_reads_every_buffer():
     buffers = [torch.randn(11, 7) for _ in range(5)]
     weights = torch.randn(5)
     ptrs = hl.stack_pointers(buffers)
-    expected = sum(w * b for w, b in zip(weights, buffers))
+    expected = sum(w * b for w, b in zip(weights, buffers, strict=True))
     _check_ref_and_eager(weighted_sum, lambda: (ptrs, buffers[0], weights), lambda *a: expected)
 
 
@@ -77,7 +77,7 @@ def test_store_writes_every_buffer():
         for b in buffers:
             b.fill_(-1.0)
         kernel(ptrs, x, 9)
-        for b, e in zip(buffers, expected):
+        for b, e in zip(buffers, expected, strict=True):
             torch.testing.assert_close(b, e)
 
     bound = helion.kernel(scatter_rows.fn, backend="ref").bind((ptrs, x, 9))
@@ -148,7 +148,7 @@ def _example_on_device(dev_ptrs: torch.Tensor, like: torch.Tensor) -> torch.Tens
 
 
 def _on_host(dev_ptrs: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    stack = hl.stacktensor_like(like, dev_ptrs)
+    stack = hl.stacktensor_like(like, dev_ptrs)  # noqa: F841 - the host-side call is the error under test
     out = torch.empty_like(like)
     for tile in hl.tile(like.size(0)):
         out[tile] = like[tile]

@@ -39,7 +39,7 @@ def _in_threads(work, threads: int = 4) -> list[BaseException]:
     def guarded() -> None:
         try:
             work()
-        except BaseException as error:  # noqa: BLE001 - reported by the test
+        except BaseException as error:  # reported by the test
             errors.append(error)
 
     pool = [threading.Thread(target=guarded) for _ in range(threads)]

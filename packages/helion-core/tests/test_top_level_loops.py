@@ -43,7 +43,7 @@ def test_three_top_level_loops_ref_and_eager():
     spec = bound.config_spec
     assert len(bound._discovery_ir.top_level_loops()) == 3
     for config in [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(8)]:
-        torch.testing.assert_close(bound.compile_config(config)(*args), expected, msg=lambda m: f"{config}: {m}")
+        torch.testing.assert_close(bound.compile_config(config)(*args), expected, msg=lambda m, config=config: f"{config}: {m}")
     torch.testing.assert_close(helion.kernel(three_loops.fn, ref_mode=helion.RefMode.EAGER)(*args), expected)
 
 
@@ -79,7 +79,7 @@ def _with_barrier(x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("fn", [_read_after_write, _write_after_write])
 def test_dependency_between_top_level_loops_is_an_error(fn):
-    with pytest.raises(exc.LoopDependencyError, match="'(tmp|out)' was written in a previous loop"):
+    with pytest.raises(exc.LoopDependencyError, match=r"'(tmp|out)' was written in a previous loop"):
         helion.kernel(fn, backend="ref").bind((torch.randn(11),))
 
 

@@ -247,7 +247,7 @@ def test_launch_plans_match_the_launcher():
     # the plan's grid, evaluated over the launcher's parameters, is the grid the launcher launches
     import triton
 
-    env = {"triton": triton, **dict(zip(plan.params, (None,) * len(plan.params)))}
+    env = {"triton": triton, **dict(zip(plan.params, (None,) * len(plan.params), strict=True))}
     env[next(p for p in plan.params if p.startswith("n"))] = 37
     assert eval(plan.grid, env) == (3,)
     static = bind(K.add, x, x)

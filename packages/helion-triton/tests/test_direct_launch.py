@@ -209,7 +209,7 @@ def test_grids_that_are_not_small_int_tuples_or_too_many_use_the_general_path():
     direct[(1,)](out, x, 40, BLOCK=16)
     direct[(1,)](out, x, 40, BLOCK=16)
     direct[(torch.tensor(2).item(),)](out, x, 40, BLOCK=16)  # a Python int: cached
-    direct[(1.0,)]  # not an int grid: no launcher generated  # noqa: B018
+    direct[(1.0,)]  # not an int grid: no launcher generated
     for n in range(100):
         direct[(n + 3,)](out, x, 40, BLOCK=16)
     assert len(direct._grid_launchers) == 64
@@ -265,8 +265,8 @@ def test_the_first_launchs_entry_launches_without_a_lookup_while_its_key_holds()
     launcher(out, x, 24, BLOCK=16)  # the same int class as 40
     assert entries.lookups == before  # the primary branch: no key, no lookup
     # as the general path launched, the tensors passed as their addresses
-    assert jit.calls[-2][2] == jit.calls[1][2][:9] + (out.data_ptr(), x.data_ptr(), 40, 16)
-    assert jit.calls[-1][2] == jit.calls[-2][2][:11] + (24, 16)
+    assert jit.calls[-2][2] == (*jit.calls[1][2][:9], out.data_ptr(), x.data_ptr(), 40, 16)
+    assert jit.calls[-1][2] == (*jit.calls[-2][2][:11], 24, 16)
     launcher(out, x, 48, BLOCK=16)  # a multiple of 16: another class, another specialization
     launcher(out, x, 1, BLOCK=16)  # 1 is a constant to Triton: another one again
     unaligned = torch.randn(41)[1:].as_subclass(CudaLike)
@@ -412,7 +412,9 @@ def test_a_compiled_kernel_whose_module_kept_its_jit_function_launches_through_i
     """A tool may keep the module's JIT function (sm90_compile_check records launches that
     way): the compiled kernel then launches through the module launcher and fuses nothing."""
     import helion_triton.launcher as launcher
-    from helion_triton.target import TritonTarget, has_block_ptr, range_kwargs
+    from helion_triton.target import TritonTarget
+    from helion_triton.target import has_block_ptr
+    from helion_triton.target import range_kwargs
 
     x = torch.randn(40)
     bound = double.bind((x,))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 import torch
 
 import helion
@@ -29,7 +28,7 @@ def _compare(fn, make_args, configs: int = RANDOM_CONFIGS, outputs=None) -> None
     for config in [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(configs)]:
         run_args = make_args()
         actual = pick(bound.compile_config(config)(*run_args), run_args)
-        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{config}: {m}")
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m, config=config: f"{config}: {m}")
 
 
 # -- jagged ---------------------------------------------------------------------------------------
@@ -154,7 +153,7 @@ def test_stack_tensor_load_and_store():
     ptrs = hl.stack_pointers(buffers)
 
     def make():
-        for b, o in zip(buffers, originals):
+        for b, o in zip(buffers, originals, strict=True):
             b.copy_(o)
         return ptrs, buffers[0], weights, torch.zeros(7, 11)
 
@@ -164,8 +163,8 @@ def test_stack_tensor_load_and_store():
     _compare(_stack_mix, make, outputs=outputs)
     make()
     result = helion.kernel(_stack_mix, backend="triton", autotune_effort="none")(*make())
-    torch.testing.assert_close(result, sum(w * o for w, o in zip(weights, originals)))
-    for j, (b, o) in enumerate(zip(buffers, originals)):
+    torch.testing.assert_close(result, sum(w * o for w, o in zip(weights, originals, strict=True)))
+    for j, (b, o) in enumerate(zip(buffers, originals, strict=True)):
         torch.testing.assert_close(b, o * 2 + weights[j])
 
 

@@ -9,13 +9,13 @@ and large magnitudes; and they check how many loops the generated code has.
 
 from __future__ import annotations
 
+import kernels as K
 import pytest
 import torch
 import torch.nn.functional as F
 
 import helion
 import helion.language as hl
-import kernels as K
 
 INF = float("inf")
 

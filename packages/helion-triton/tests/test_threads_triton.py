@@ -36,7 +36,7 @@ def test_concurrent_calls_each_get_their_own_block_sizes_and_values(device):
                 out, sizes = two_registered_blocks(x)
                 assert sizes.tolist() == [8, 16]
                 torch.testing.assert_close(out, x * 2 + 1)
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:  # reported below
             errors.append(error)
 
     try:

@@ -12,7 +12,7 @@ from helion_triton.tunables import tile_problem
 
 @helion.kernel(backend="triton")
 def batched_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    b, m, d = q.shape
+    b, m, _d = q.shape
     n = k.size(1)
     out = torch.empty([b, m], dtype=torch.float32, device=q.device)
     for tile_b, tile_m in hl.tile([b, m]):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
+from typing import Callable
+from typing import Hashable
+from typing import Sequence
 
 from helion import exc as exc
 from helion import language as language

@@ -6,10 +6,9 @@ Also runs as ``python -m helion``.
 
 from __future__ import annotations
 
-import importlib
-
 import argparse
 import dataclasses
+import importlib
 import importlib.util
 import json
 import sys

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import torch
 

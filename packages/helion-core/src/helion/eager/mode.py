@@ -28,10 +28,12 @@ from torch.overrides import TorchFunctionMode
 
 from helion import exc
 from helion.eager import indexing
-from helion.eager import sorting
 from helion.eager import rng
-from helion.eager.jagged import encloses_jagged, jagged_end
-from helion.eager.stack import EagerStackTensor, make_stack
+from helion.eager import sorting
+from helion.eager.jagged import encloses_jagged
+from helion.eager.jagged import jagged_end
+from helion.eager.stack import EagerStackTensor
+from helion.eager.stack import make_stack
 from helion.eager.tiles import RefTile
 from helion.language import ConstExpr
 

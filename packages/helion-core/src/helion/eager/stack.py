@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from typing import Sequence
 
 import torch
 
 from helion import exc
 from helion.eager import indexing
-from helion.language.stack_tensor import StackTensor, candidate_tensors, resolve_buffer
+from helion.language.stack_tensor import StackTensor
+from helion.language.stack_tensor import candidate_tensors
+from helion.language.stack_tensor import resolve_buffer
 
 
 class EagerStackTensor(StackTensor):

@@ -21,7 +21,8 @@ import dataclasses
 import inspect
 import textwrap
 import types
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 from helion import exc
 
@@ -133,7 +134,7 @@ def loaded_names(nodes: list[ast.AST] | ast.AST) -> list[str]:
 
 def _resolve(expr: ast.expr, namespace: dict[str, Any]) -> Any:
     try:
-        return eval(compile(ast.Expression(expr), "<helion>", "eval"), namespace)  # noqa: S307
+        return eval(compile(ast.Expression(expr), "<helion>", "eval"), namespace)
     except Exception:
         return None
 
@@ -266,7 +267,7 @@ def build_host_factory(split: SplitKernel) -> Callable[[Callable], Callable]:
     host_def = ast.FunctionDef(
         name=func.name,
         args=func.args,
-        body=split.host_before + [call] + split.host_after,
+        body=[*split.host_before, call, *split.host_after],
         decorator_list=[],
         returns=None,
         type_params=[],
@@ -334,7 +335,7 @@ class DeviceRewriter:
         return ast.FunctionDef(
             name=name,
             args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=body + [ast.Return(ast.Tuple(returns, ast.Load()))],
+            body=[*body, ast.Return(ast.Tuple(returns, ast.Load()))],
             decorator_list=[],
             returns=None,
             type_params=[],

@@ -19,14 +19,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Sequence
 
 import sympy
 import torch
 
 from helion import exc
-from helion.frontend.proxies import DeviceValue, HostTensor, TileProxy
-from helion.ir.core import TensorType, TileType, Value
+from helion.frontend.proxies import DeviceValue
+from helion.frontend.proxies import HostTensor
+from helion.frontend.proxies import TileProxy
+from helion.ir.core import TensorType
+from helion.ir.core import TileType
+from helion.ir.core import Value
 from helion.language import _ops as ops
 
 if TYPE_CHECKING:

@@ -9,13 +9,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import sympy
 import torch
 
 from helion import exc
-from helion.ir.core import TensorArg, TensorType, TileType, Value
+from helion.ir.core import TensorArg
+from helion.ir.core import TensorType
+from helion.ir.core import TileType
+from helion.ir.core import Value
 
 if TYPE_CHECKING:
     from helion.frontend.tracer import Tracer
@@ -26,7 +30,7 @@ class SymDim(int):
 
     expr: sympy.Expr
 
-    def __new__(cls, value: int, expr: sympy.Expr) -> "SymDim":
+    def __new__(cls, value: int, expr: sympy.Expr) -> SymDim:
         self = super().__new__(cls, value)
         self.expr = expr
         return self
@@ -38,20 +42,20 @@ class BlockSizeInt(int):
 
     block_id: int
 
-    def __new__(cls, value: int, block_id: int) -> "BlockSizeInt":
+    def __new__(cls, value: int, block_id: int) -> BlockSizeInt:
         self = super().__new__(cls, value)
         self.block_id = block_id
         return self
 
 
-def _torch_dispatch(tracer: "Tracer", func: Any, args: tuple, kwargs: dict | None) -> Any:
+def _torch_dispatch(tracer: Tracer, func: Any, args: tuple, kwargs: dict | None) -> Any:
     return tracer.call_torch(func, args, kwargs or {})
 
 
 class DeviceValue:
     __slots__ = ("tracer", "value")
 
-    def __init__(self, tracer: "Tracer", value: Value) -> None:
+    def __init__(self, tracer: Tracer, value: Value) -> None:
         self.tracer = tracer
         self.value = value
 
@@ -97,7 +101,7 @@ class DeviceValue:
         return self.tracer.device
 
     @property
-    def T(self) -> "DeviceValue":
+    def T(self) -> DeviceValue:
         return self.tracer.call_torch(torch.Tensor.t, (self,), {})
 
     def __len__(self) -> int:
@@ -140,12 +144,7 @@ def _make_operator(method_name: str):
     return operator
 
 
-for _name in (
-    "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__ "
-    "__rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __matmul__ __rmatmul__ __and__ __rand__ __or__ "
-    "__ror__ __xor__ __rxor__ __lshift__ __rshift__ __neg__ __pos__ __abs__ __invert__ __eq__ __ne__ "
-    "__lt__ __le__ __gt__ __ge__"
-).split():
+for _name in ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rshift__", "__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"]:
     setattr(DeviceValue, _name, _make_operator(_name))
 DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keeps dict use possible
 
@@ -153,9 +152,9 @@ DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keep
 class HostTensor:
     """A host tensor seen from device code. Only subscripting (load/store) and metadata work."""
 
-    __slots__ = ("tracer", "arg", "real")
+    __slots__ = ("arg", "real", "tracer")
 
-    def __init__(self, tracer: "Tracer", arg: TensorArg, real: torch.Tensor) -> None:
+    def __init__(self, tracer: Tracer, arg: TensorArg, real: torch.Tensor) -> None:
         self.tracer = tracer
         self.arg = arg
         self.real = real
@@ -217,9 +216,9 @@ class HostTensor:
 class TileProxy:
     """The loop variable of an `hl.tile` (or `hl.grid`, where it is a scalar index) dimension."""
 
-    __slots__ = ("tracer", "value", "block_id")
+    __slots__ = ("block_id", "tracer", "value")
 
-    def __init__(self, tracer: "Tracer", value: Value) -> None:
+    def __init__(self, tracer: Tracer, value: Value) -> None:
         assert isinstance(value.type, TileType)
         self.tracer = tracer
         self.value = value
@@ -279,11 +278,11 @@ def _tile_operator(method_name: str):
     return operator
 
 
-for _name in "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ __mod__ __lt__ __le__ __gt__ __ge__".split():
+for _name in ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__mod__", "__lt__", "__le__", "__gt__", "__ge__"]:
     setattr(TileProxy, _name, _tile_operator(_name))
 
 
-def _find_tracer(args: Any, kwargs: Any) -> "Tracer":
+def _find_tracer(args: Any, kwargs: Any) -> Tracer:
     stack = [args, kwargs]
     while stack:
         item = stack.pop()

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
 from helion import exc
 from helion.frontend import jagged
-from helion.frontend.proxies import DeviceValue, HostTensor, TileProxy
+from helion.frontend.proxies import DeviceValue
+from helion.frontend.proxies import HostTensor
+from helion.frontend.proxies import TileProxy
 from helion.ir.core import TensorType
 from helion.language import _ops as ops
 from helion.language.stack_tensor import StackTensor

@@ -8,7 +8,8 @@ logsumexp, ...) are decomposed here into primitive ops.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import sympy
 import torch
@@ -16,8 +17,10 @@ import torch.nn.functional as F
 
 from helion import exc
 from helion.frontend import rng
-from helion.frontend.proxies import DeviceValue, SymDim, TileProxy
-from helion.ir.core import TensorType, Value
+from helion.frontend.proxies import DeviceValue
+from helion.frontend.proxies import SymDim
+from helion.frontend.proxies import TileProxy
+from helion.ir.core import Value
 from helion.language import _ops as ops
 
 Handler = Callable[..., Any]

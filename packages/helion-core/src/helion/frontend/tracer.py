@@ -10,28 +10,33 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any
+from typing import Callable
+from typing import Sequence
 
 import sympy
 import torch
 
 from helion import exc
-from helion.frontend import jagged, stack
-from helion.frontend.loop_deps import LoopDependencies
+from helion.frontend import jagged
 from helion.frontend import rng
-from helion.frontend.proxies import BlockSizeInt, DeviceValue, HostTensor, SymDim, TileProxy
-from helion.ir.core import (
-    Block,
-    BlockSizeInfo,
-    KernelIR,
-    LoopInfo,
-    Node,
-    ScalarArg,
-    TensorArg,
-    TensorType,
-    TileType,
-    Value,
-)
+from helion.frontend import stack
+from helion.frontend.loop_deps import LoopDependencies
+from helion.frontend.proxies import BlockSizeInt
+from helion.frontend.proxies import DeviceValue
+from helion.frontend.proxies import HostTensor
+from helion.frontend.proxies import SymDim
+from helion.frontend.proxies import TileProxy
+from helion.ir.core import Block
+from helion.ir.core import BlockSizeInfo
+from helion.ir.core import KernelIR
+from helion.ir.core import LoopInfo
+from helion.ir.core import Node
+from helion.ir.core import ScalarArg
+from helion.ir.core import TensorArg
+from helion.ir.core import TensorType
+from helion.ir.core import TileType
+from helion.ir.core import Value
 from helion.language import ConstExpr
 from helion.language import _ops as ops
 from helion.language._context import active_mode
@@ -110,7 +115,7 @@ class Tracer:
     # entry
 
     def trace(self, device_fn: Callable, names: Sequence[str], values: Sequence[Any], runtime_scalars: set[str]) -> KernelIR:
-        proxies = [self._enter_host_value(i, n, v, runtime_scalars) for i, (n, v) in enumerate(zip(names, values))]
+        proxies = [self._enter_host_value(i, n, v, runtime_scalars) for i, (n, v) in enumerate(zip(names, values, strict=True))]
         # each tensor of a tuple/list argument (e.g. the peer buffers of a symmetric tensor) is a
         # kernel argument of its own, re-read from the sequence at every launch like a capture
         for position, inp in enumerate(self.inputs):
@@ -349,7 +354,7 @@ class Tracer:
         begins = [self._bound_operand(b) for b in request.begins]
         ends = [self._bound_operand(e) for e in request.ends]
         block_ids = []
-        for begin, end, block_size in zip(begins, ends, request.block_sizes):
+        for begin, end, block_size in zip(begins, ends, request.block_sizes, strict=True):
             hint = self._hint(begin, end)
             if request.is_grid:
                 info = self._new_block("grid", hint, fixed=1)
@@ -392,7 +397,7 @@ class Tracer:
             tile_proxies = [self._loop_variable(t, request.is_grid) for t in tiles]
             target = tuple(tile_proxies) if request.multi else tile_proxies[0]
             results = body_fn(target, *[DeviceValue(self, v) for v in inner_carried])
-            body.yields = [self._coerce_carried(r, init, loop_info.loc) for r, init in zip(results, carried_values)]
+            body.yields = [self._coerce_carried(r, init, loop_info.loc) for r, init in zip(results, carried_values, strict=True)]
         finally:
             if top_level:
                 self.loop_deps.end_loop()
@@ -465,7 +470,7 @@ class Tracer:
             branches.append(block)
         outputs = []
         yields: list[list[Any]] = [[], []]
-        for position, (a, b) in enumerate(zip(*results)):
+        for a, b in zip(*results, strict=True):
             if a is UNDEFINED or b is UNDEFINED:
                 outputs.append(None)
                 continue
@@ -762,7 +767,7 @@ class Tracer:
         else:
             raise exc.NotAllowedOnDevice("hl.arange with a step", loc=self.current_loc())
         dtype = dtype or self.ir.index_dtype
-        if isinstance(end, (BlockSizeInt, TileProxy)) or isinstance(end, DeviceValue):
+        if isinstance(end, (BlockSizeInt, TileProxy, DeviceValue)):
             length = self.shape_item(end)
         elif isinstance(start, int) and isinstance(end, int):
             length = sympy.Integer(end - start)
@@ -844,7 +849,7 @@ class Tracer:
     def lift_tensor(self, tensor: torch.Tensor) -> HostTensor:
         """A tensor captured by a callable argument (an epilogue's closure or globals) becomes a
         kernel argument, re-read from that callable at every launch."""
-        for lifted_arg, source in zip(self.ir.lifted_args, self.ir.lifted):
+        for lifted_arg, source in zip(self.ir.lifted_args, self.ir.lifted, strict=True):
             if self._resolve_lifted(source) is tensor:
                 return HostTensor(self, lifted_arg, tensor)
         for position, inp in enumerate(self.inputs):

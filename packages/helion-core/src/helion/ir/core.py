@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Iterator
+from typing import Sequence
 
 import sympy
 import torch
@@ -57,7 +60,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 class Value:
     """One SSA value. `producer` is the node that defines it (None for block arguments)."""
 
-    __slots__ = ("id", "type", "producer", "name_hint")
+    __slots__ = ("id", "name_hint", "producer", "type")
 
     def __init__(self, type: IRType, name_hint: str = "v") -> None:
         self.id = next(_value_ids)
@@ -104,7 +107,7 @@ class Block:
 class Node:
     """An operation: `op` applied to `inputs` with static `attrs`, defining `outputs`."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "regions", "loc")
+    __slots__ = ("attrs", "inputs", "loc", "op", "outputs", "regions")
 
     def __init__(
         self,

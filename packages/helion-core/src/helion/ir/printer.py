@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from helion.ir.core import Block, KernelIR, Node, TensorArg, Value
+from helion.ir.core import Block
+from helion.ir.core import KernelIR
+from helion.ir.core import Node
+from helion.ir.core import TensorArg
+from helion.ir.core import Value
 
 
 class _Names:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from helion import exc
-from helion.ir.core import Block, KernelIR, TensorType, Value
+from helion.ir.core import Block
+from helion.ir.core import KernelIR
+from helion.ir.core import TensorType
+from helion.ir.core import Value
 
 
 def verify(ir: KernelIR) -> None:
@@ -36,14 +39,13 @@ def _verify_block(ir: KernelIR, block: Block, defined: set[int]) -> None:
             _verify_block(ir, region, scope)
         for out in node.outputs:
             _define(ir, out, scope)
-            if isinstance(out.type, TensorType):
-                if any(d is None for d in out.type.shape):
-                    _fail(ir, f"{node.op.name} produced an unknown dimension")
+            if isinstance(out.type, TensorType) and any(d is None for d in out.type.shape):
+                _fail(ir, f"{node.op.name} produced an unknown dimension")
         if node.op.structural and node.op.name in ("grid_loop", "tile_loop"):
             body = node.regions[0]
             if len(body.yields) != len(node.outputs):
                 _fail(ir, f"{node.op.name} yields {len(body.yields)} values for {len(node.outputs)} outputs")
-            for y, o in zip(body.yields, node.outputs):
+            for y, o in zip(body.yields, node.outputs, strict=True):
                 if isinstance(y, Value) and y.type != o.type:
                     _fail(ir, f"loop-carried value changes type: {y.type} vs {o.type}")
     for y in block.yields:

@@ -6,7 +6,9 @@ Each function here only normalizes its arguments and carries the docs; the activ
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any
+from typing import NamedTuple
+from typing import Sequence
 
 import torch
 
@@ -303,7 +305,7 @@ def cumprod(input: Any, dim: int, reverse: bool = False) -> Any:
     return dispatch("scan", "cumprod", input, dim, reverse=reverse)
 
 
-def reduce(  # noqa: A001 - the public Helion name
+def reduce(  # the public Helion name
     combine_fn: Any, input_tensor: Any, dim: int | None = None, other: Any = 0, keep_dims: bool = False
 ) -> Any:
     """Reduce `input_tensor` (a device tensor, or a tuple of them) along `dim` with a combiner.
@@ -406,7 +408,7 @@ def device_print(prefix: str, *values: Any) -> None:
     return dispatch("device_print", prefix, *values)
 
 
-def breakpoint() -> None:  # noqa: A001 - mirrors the builtin it replaces in device code
+def breakpoint() -> None:  # mirrors the builtin it replaces in device code
     """A breakpoint in device code; only in eager mode (HELION_INTERPRET=1)."""
     return dispatch("breakpoint")
 

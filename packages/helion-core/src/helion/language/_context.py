@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
+from typing import Iterator
 
 _state = threading.local()
 

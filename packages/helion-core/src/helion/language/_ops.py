@@ -9,12 +9,17 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from typing import Callable
+from typing import Iterator
+from typing import Sequence
 
 import sympy
 import torch
 
-from helion.ir.core import TensorType, TileType, Value
+from helion.ir.core import TensorType
+from helion.ir.core import TileType
+from helion.ir.core import Value
 
 TypeRule = Callable[[Sequence[Any], dict[str, Any]], list]
 
@@ -125,7 +130,7 @@ def dims_equal(a: Any, b: Any) -> bool:
 
 
 def shapes_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def broadcast_shapes(*shapes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
@@ -207,18 +212,12 @@ def _clamp_rule(inputs: Sequence[Any], attrs: dict) -> list:
 
 
 # unary ops that compute in floating point (ints promote to the default float dtype)
-FLOAT_UNARY = (
-    "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan tanh sigmoid erf erfinv "
-    "atan asin acos sinh cosh gelu silu softplus reciprocal"
-).split()
-SAME_UNARY = "neg abs relu floor ceil round trunc sign bitwise_not".split()
-BOOL_UNARY = "logical_not isnan isinf isfinite signbit".split()
-PROMOTE_BINARY = (
-    "add sub mul floordiv remainder pow maximum minimum bitwise_and bitwise_or bitwise_xor "
-    "left_shift right_shift"
-).split()
-FLOAT_BINARY = "truediv atan2".split()
-BOOL_BINARY = "eq ne lt le gt ge logical_and logical_or logical_xor".split()
+FLOAT_UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfinv", "atan", "asin", "acos", "sinh", "cosh", "gelu", "silu", "softplus", "reciprocal"]
+SAME_UNARY = ["neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sign", "bitwise_not"]
+BOOL_UNARY = ["logical_not", "isnan", "isinf", "isfinite", "signbit"]
+PROMOTE_BINARY = ["add", "sub", "mul", "floordiv", "remainder", "pow", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
+FLOAT_BINARY = ["truediv", "atan2"]
+BOOL_BINARY = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
 
 UNARY: dict[str, Op] = {}
 BINARY: dict[str, Op] = {}
@@ -291,7 +290,7 @@ custom_scan = define_op("associative_scan", lambda i, a: [TensorType(shape_of(x)
 # matmul
 
 def _dot_rule(inputs: Sequence[Any], attrs: dict) -> list:
-    a, b, acc = inputs
+    a, b, _acc = inputs
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     shape = (*batch, a.shape[-2], b.shape[-1])
     return [TensorType(shape, attrs["out_dtype"])]
@@ -379,7 +378,7 @@ constant = define_op("constant", lambda i, a: [TensorType((), a["dtype"])])
 
 
 def _random_rule(inputs: Sequence[Any], attrs: dict) -> list:
-    seed, offsets = inputs
+    _seed, offsets = inputs
     dtype = torch.int32 if attrs["dist"] == "randint" else torch.float32
     return [TensorType(shape_of(offsets), dtype)]
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Iterable, Sequence
+from typing import Any
+from typing import Iterable
+from typing import Sequence
 
 import torch
 
@@ -26,7 +28,7 @@ class StackTensor:
     `dev_ptrs` (the buffers' data pointers). Index it like a tensor: `stack[tile]`,
     `stack[tile] = value`, or with `hl.load` / `hl.store`."""
 
-    __slots__ = ("tensor_like", "dev_ptrs")
+    __slots__ = ("dev_ptrs", "tensor_like")
 
     def __init__(self, tensor_like: Any, dev_ptrs: Any) -> None:
         self.tensor_like = tensor_like
@@ -101,7 +103,7 @@ def _extent_elements(shape: Sequence[int], stride: Sequence[int]) -> int:
     """Elements from the first to one past the last of a strided layout (0 when it is empty)."""
     if any(int(s) == 0 for s in shape):
         return 0
-    return 1 + sum((int(s) - 1) * int(st) for s, st in zip(shape, stride))
+    return 1 + sum((int(s) - 1) * int(st) for s, st in zip(shape, stride, strict=True))
 
 
 def resolve_buffer(

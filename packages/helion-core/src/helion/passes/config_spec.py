@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from helion.autotuner.config_fragment import (
-    BlockSizeFragment,
-    BooleanFragment,
-    EnumFragment,
-    IntegerFragment,
-    PermutationFragment,
-    PowerOfTwoFragment,
-    ReductionLoopFragment,
-)
+from helion.autotuner.config_fragment import BooleanFragment
+from helion.autotuner.config_fragment import EnumFragment
+from helion.autotuner.config_fragment import IntegerFragment
+from helion.autotuner.config_fragment import PermutationFragment
+from helion.autotuner.config_fragment import PowerOfTwoFragment
+from helion.autotuner.config_fragment import ReductionLoopFragment
 from helion.autotuner.config_spec import ConfigSpec
 from helion.ir.core import KernelIR
 

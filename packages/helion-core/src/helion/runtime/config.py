@@ -275,7 +275,7 @@ class Config(Mapping[str, object]):
     (``hl.register_tunable`` names, backend tunables, singular aliases like ``block_size``).
     """
 
-    __slots__ = ("config", "_hash")
+    __slots__ = ("_hash", "config")
 
     config: dict[str, Any]
 

@@ -3,6 +3,7 @@ specialization key): config resolution, tracing, compilation and the call path."
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -10,22 +11,29 @@ import re
 import sys
 import threading
 import types
-from typing import Any, Callable, Hashable, Iterator, Sequence
+from typing import Any
+from typing import Callable
+from typing import Hashable
+from typing import Iterator
+from typing import Sequence
 
 import torch
 
 from helion import exc
 from helion.frontend import ast_rewrite
 from helion.frontend.proxies import BlockSizeInt
-from helion.ir.core import BlockSizeInfo, KernelIR
+from helion.ir.core import BlockSizeInfo
+from helion.ir.core import KernelIR
 from helion.language import ConstExpr
 from helion.language._context import _state as _context_state
 from helion.language._context import active_mode
 from helion.language.philox import draw_call_seed
 from helion.runtime import torch_integration
 from helion.runtime.config import Config
-from helion.runtime.settings import RefMode, Settings
-from helion.runtime.tensor_match import exact_tensor_match, other_inference_mode_match
+from helion.runtime.settings import RefMode
+from helion.runtime.settings import Settings
+from helion.runtime.tensor_match import exact_tensor_match
+from helion.runtime.tensor_match import other_inference_mode_match
 
 _is_compiling = torch.compiler.is_compiling
 _EAGER = RefMode.EAGER  # a module global: read faster than the enum's attribute on the warm path
@@ -109,7 +117,8 @@ class Kernel:
         if self.key_fn is None and not self._constexpr_params:
             return tuple([_arg_key(arg, static) for arg in args])
         parts: list[Hashable] = []
-        for name, arg in zip(self.signature.parameters, args):
+        # `bind` takes the arguments as given: parameters left to their defaults are not in `args`
+        for name, arg in zip(self.signature.parameters, args, strict=False):
             if name in self._constexpr_params:
                 parts.append(("constexpr", _hashable(arg)))
             else:
@@ -453,7 +462,7 @@ class _StableRepr:
     the on-disk autotune cache stores) is `describe(key)`: code objects and objects compared by
     identity print with an address, which differs from one process to the next."""
 
-    __slots__ = ("key", "describe")
+    __slots__ = ("describe", "key")
 
     def __init__(self, key: Hashable, describe: Callable[[Any], str]) -> None:
         self.key = key
@@ -607,7 +616,7 @@ def _next_pow2(n: int) -> int:
 class _CompiledTrace:
     """One traced + compiled variant: valid while the host values match its guards."""
 
-    __slots__ = ("ir", "compiled", "tensor_guards", "constant_guards", "matches_call", "_guard")
+    __slots__ = ("_guard", "compiled", "constant_guards", "ir", "matches_call", "tensor_guards")
 
     def __init__(self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list) -> None:
         self.ir = ir
@@ -714,10 +723,7 @@ class _CompiledTrace:
             value = values[index]
             if value.shape != shape or value.dtype != dtype or value.stride() != stride or value.is_neg():
                 return False
-        for index, expected in self.constant_guards:
-            if values[index] != expected:
-                return False
-        return True
+        return all(values[index] == expected for index, expected in self.constant_guards)
 
 
 class CompiledConfig:
@@ -742,7 +748,8 @@ class BoundKernel:
     """A kernel specialized to one key: owns its IR, ConfigSpec, config and compiled code."""
 
     def __init__(self, kernel: Kernel, args: tuple) -> None:
-        from helion.backends import default_backend_name, get_backend
+        from helion.backends import default_backend_name
+        from helion.backends import get_backend
 
         self.kernel = kernel
         self.settings = kernel.settings
@@ -784,11 +791,8 @@ class BoundKernel:
             raise _StopHost
 
         host = ast_rewrite.make_host_function(self.split, self._host_factory, trace_and_stop)
-        with active_mode(HostMode(self, None)):
-            try:
-                host(*_fresh_outputs(args))
-            except _StopHost:
-                pass
+        with active_mode(HostMode(self, None)), contextlib.suppress(_StopHost):
+            host(*_fresh_outputs(args))
         return captured[0]
 
     def _trace(self, values: Sequence[Any]) -> KernelIR:
@@ -796,7 +800,7 @@ class BoundKernel:
         from helion.ir.verifier import verify
 
         first: tuple[str, torch.device] | None = None
-        for name, value in zip(self.split.device_inputs, values):
+        for name, value in zip(self.split.device_inputs, values, strict=True):
             if not isinstance(value, torch.Tensor):
                 continue
             if value.is_neg():  # one the host code made (arguments are refused by their key)
@@ -949,11 +953,8 @@ class BoundKernel:
             raise _StopHost
 
         host = ast_rewrite.make_host_function(self.split, self._host_factory, compile_and_stop)
-        with active_mode(HostMode(self, config)):
-            try:
-                host(*_fresh_outputs(args))
-            except _StopHost:
-                pass
+        with active_mode(HostMode(self, config)), contextlib.suppress(_StopHost):
+            host(*_fresh_outputs(args))
 
     def _variant_for(self, config: Config, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace:
         with self._lock:

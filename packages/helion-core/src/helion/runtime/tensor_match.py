@@ -20,7 +20,8 @@ mode.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
+from typing import Sequence
 
 import torch
 

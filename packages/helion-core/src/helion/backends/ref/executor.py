@@ -8,13 +8,18 @@ config; the result is the oracle every compiled backend is tested against.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Any
+from typing import Sequence
 
 import sympy
 import torch
 
 from helion import exc
-from helion.ir.core import Block, KernelIR, Node, TensorType, Value
+from helion.ir.core import Block
+from helion.ir.core import KernelIR
+from helion.ir.core import Node
+from helion.ir.core import TensorType
+from helion.ir.core import Value
 from helion.language import _ops as ops
 from helion.runtime.config import Config
 
@@ -23,7 +28,7 @@ class TileRuntime:
     """A tile while it executes: [begin, end) with the configured block size, and the range
     [range_begin, range_end) its loop covers (for `tile.count`)."""
 
-    __slots__ = ("begin", "end", "block_size", "range_begin", "range_end")
+    __slots__ = ("begin", "block_size", "end", "range_begin", "range_end")
 
     def __init__(self, begin: int, end: int, block_size: int, range_begin: int = 0, range_end: int | None = None) -> None:
         self.begin = begin
@@ -35,7 +40,8 @@ class TileRuntime:
 
 class RefExecutor:
     def __init__(self, ir: KernelIR, config: Config) -> None:
-        from helion.backends.ref.lowerings import pad_partial_tiles, ref_lowerings
+        from helion.backends.ref.lowerings import pad_partial_tiles
+        from helion.backends.ref.lowerings import ref_lowerings
 
         self.ir = ir
         self.config = config
@@ -140,7 +146,7 @@ class RefExecutor:
             return
         if len(node.outputs) == 1:
             results = [results]
-        for out, result in zip(node.outputs, results):
+        for out, result in zip(node.outputs, results, strict=True):
             env[out.id] = self.coerce(result, out)
 
     def coerce(self, result: Any, out: Value) -> Any:
@@ -153,7 +159,7 @@ class RefExecutor:
 
     def _tiles(self, node: Node, env: dict[int, Any]) -> list[list[TileRuntime]]:
         per_dim = []
-        for block_id, begin, end in zip(node.attrs["block_ids"], node.attrs["begins"], node.attrs["ends"]):
+        for block_id, begin, end in zip(node.attrs["block_ids"], node.attrs["begins"], node.attrs["ends"], strict=True):
             lo, hi = self.scalar(env, begin), self.scalar(env, end)
             step = self.block_value[block_id]
             if node.attrs.get("is_grid"):
@@ -171,12 +177,13 @@ class RefExecutor:
         nesting = list(reversed(order))
         for combo in itertools.product(*(per_dim[d] for d in nesting)):
             tiles: list[TileRuntime | None] = [None] * ndim
-            for d, tile in zip(nesting, combo):
+            for d, tile in zip(nesting, combo, strict=True):
                 tiles[d] = tile
             yield tiles
 
     def _enter(self, node: Node, tiles: list[TileRuntime], body: Block, env: dict[int, Any]) -> None:
-        for block_id, tile, arg in zip(node.attrs["block_ids"], tiles, body.args):
+        # the body's first arguments are the tiles; the loop-carried values follow them
+        for block_id, tile, arg in zip(node.attrs["block_ids"], tiles, body.args[: len(tiles)], strict=True):
             self.extent[block_id] = tile.end - tile.begin
             env[arg.id] = tile
 
@@ -195,16 +202,16 @@ class RefExecutor:
         saved = dict(self.extent)
         for tiles in self._iterate(node, env):
             self._enter(node, tiles, body, env)
-            for arg, value in zip(body.args[n_tiles:], carried):
+            for arg, value in zip(body.args[n_tiles:], carried, strict=True):
                 env[arg.id] = value
             carried = self.run_block(body, env)
         self.extent = saved
-        for out, value in zip(node.outputs, carried):
+        for out, value in zip(node.outputs, carried, strict=True):
             env[out.id] = self.coerce(value, out)
 
     def _run_if(self, node: Node, env: dict[int, Any]) -> None:
         cond = self.value(env, node.inputs[0])
         taken = node.regions[0] if bool(cond) else node.regions[1]
         results = self.run_block(taken, env)
-        for out, value in zip(node.outputs, results):
+        for out, value in zip(node.outputs, results, strict=True):
             env[out.id] = self.coerce(value, out)

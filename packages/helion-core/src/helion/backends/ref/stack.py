@@ -11,9 +11,12 @@ from typing import Any
 
 import torch
 
-from helion.backends.ref.lowerings import load_from, ref_lowering, store_into
+from helion.backends.ref.lowerings import load_from
+from helion.backends.ref.lowerings import ref_lowering
+from helion.backends.ref.lowerings import store_into
 from helion.language import _ops as ops
-from helion.language.stack_tensor import candidate_tensors, resolve_buffer
+from helion.language.stack_tensor import candidate_tensors
+from helion.language.stack_tensor import resolve_buffer
 
 
 def _buffers(ex: Any, node: Any, ptrs: torch.Tensor) -> list[torch.Tensor]:
@@ -46,7 +49,7 @@ def _stack_load(ex: Any, node: Any, inputs: list) -> Any:
     mask_index = node.attrs.get("mask")
     rank = len(node.output.type.shape)
     masks = _split(None if mask_index is None else inputs[mask_index], ptrs, len(buffers), rank)
-    parts = [load_from(ex, node, b, inputs, m).clone() for b, m in zip(buffers, masks)]
+    parts = [load_from(ex, node, b, inputs, m).clone() for b, m in zip(buffers, masks, strict=True)]
     if not parts:
         return torch.empty((*ptrs.shape, 0), dtype=node.output.dtype, device=ptrs.device)
     return torch.stack(parts).reshape(*ptrs.shape, *parts[0].shape)
@@ -60,5 +63,5 @@ def _stack_store(ex: Any, node: Any, inputs: list) -> None:
     rank = len(node.inputs[node.attrs["value"]].type.shape)
     values = _split(inputs[node.attrs["value"]], ptrs, len(buffers), rank)
     masks = _split(None if mask_index is None else inputs[mask_index], ptrs, len(buffers), rank)
-    for buffer, value, mask in zip(buffers, values, masks):
+    for buffer, value, mask in zip(buffers, values, masks, strict=True):
         store_into(ex, node, buffer, inputs, value, mask)
