@@ -358,8 +358,8 @@ def _update_online_sum(cg: KernelCodegen, fused: OnlineSum, amax_state: dict) ->
     previous, cg.node = cg.node, sink
     try:
         total_kind = reductions.ReductionKind("sum")
-        x, _ = reductions._reduction_input(cg, sink, total_kind)
-        part = cg.assign(total_kind.partial(cg, x, sink.attrs["dim"], True), "chunk")
+        x, total_dtype = reductions._reduction_input(cg, sink, total_kind)
+        part = cg.assign(total_kind.partial(cg, x, sink.attrs["dim"], True, total_dtype), "chunk")
         rescale = f"tl.exp(tl.minimum({fused.shift_run} - {shift}, 0.0))"
         cg.emit(f"{fused.total} = {fused.total} * {rescale} + {part}")
         cg.emit(f"{fused.shift_run} = {shift}")

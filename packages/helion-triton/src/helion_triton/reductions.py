@@ -33,6 +33,10 @@ class ReductionKind:
             return out_dtype
         if self.name in ("any", "all"):
             return torch.int32
+        if input_dtype.is_floating_point:
+            # exact for a max / min; and Triton's interpreter holds bf16 as raw bits, which a
+            # tl.reduce with a combine function of ours (the NaN-propagating one) compares as ints
+            return compute_float(input_dtype)
         if input_dtype == torch.bool:
             return torch.int8
         return input_dtype
@@ -48,26 +52,32 @@ class ReductionKind:
         info = torch.iinfo(dtype)
         return info.max if biggest else info.min
 
-    def partial(self, ctx: Any, x: str, dim: int, keepdim: bool) -> str:
+    def partial(self, ctx: Any, x: str, dim: int, keepdim: bool, dtype: torch.dtype) -> str:
+        """The reduction of ``x`` (in accumulator dtype ``dtype``) along ``dim``."""
         keep = ", keep_dims=True" if keepdim else ""
         if self.name == "sum":
             return f"tl.sum({x}, {dim}{keep})"
         if self.name == "prod":
             return f"tl.reduce({x}, {dim}, tl.standard._prod_combine{keep})"
+        if self.name in ("amax", "amin") and dtype.is_floating_point:
+            # tl.max / tl.min drop NaN; torch's amax / amin return it
+            combine = nan_combine(ctx, "max" if self.name == "amax" else "min")
+            return f"tl.reduce({x}, {dim}, {combine}{keep})"
         if self.name in ("amax", "any"):
             return f"tl.max({x}, {dim}{keep})"
         if self.name in ("amin", "all"):
             return f"tl.min({x}, {dim}{keep})"
         raise AssertionError(self.name)
 
-    def combine(self, acc: str, part: str) -> str:
+    def combine(self, acc: str, part: str, dtype: torch.dtype) -> str:
         if self.name == "sum":
             return f"{acc} + {part}"
         if self.name == "prod":
             return f"{acc} * {part}"
+        nan = _PROPAGATE_NAN if dtype.is_floating_point else ""
         if self.name in ("amax", "any"):
-            return f"tl.maximum({acc}, {part})"
-        return f"tl.minimum({acc}, {part})"
+            return f"tl.maximum({acc}, {part}{nan})"
+        return f"tl.minimum({acc}, {part}{nan})"
 
     def finish(self, ctx: Any, acc: str, acc_dtype: torch.dtype, out_dtype: torch.dtype) -> str:
         if self.name in ("any", "all"):
@@ -95,7 +105,7 @@ def _reduction_rule(name: str) -> Rule:
 
     def rule(ctx: Any, node: Node) -> str:
         x, acc_dtype = _reduction_input(ctx, node, kind)
-        part = kind.partial(ctx, x, node.attrs["dim"], bool(node.attrs.get("keepdim")))
+        part = kind.partial(ctx, x, node.attrs["dim"], bool(node.attrs.get("keepdim")), acc_dtype)
         return kind.finish(ctx, part, acc_dtype, node.output.dtype)
 
     return rule
@@ -109,12 +119,28 @@ def _arg_rule(name: str) -> Rule:
     kind = ReductionKind(name)
 
     def rule(ctx: Any, node: Node) -> str:
-        x, _ = _reduction_input(ctx, node, kind)
-        keep = ", keep_dims=True" if node.attrs.get("keepdim") else ""
+        x, acc_dtype = _reduction_input(ctx, node, kind)
+        dim, keepdim = node.attrs["dim"], bool(node.attrs.get("keepdim"))
+        if acc_dtype.is_floating_point:
+            _, index = _arg_reduce(ctx, name, x, dim, len(node.inputs[0].shape), keepdim)
+            return ctx.cast(index, node.output.dtype, torch.int32)
+        keep = ", keep_dims=True" if keepdim else ""
         function = "tl.argmax" if name == "argmax" else "tl.argmin"
-        return f"{function}({x}, {node.attrs['dim']}{keep}).to({ctx.tl(node.output.dtype)})"
+        return f"{function}({x}, {dim}{keep}).to({ctx.tl(node.output.dtype)})"
 
     return rule
+
+
+def _arg_reduce(ctx: Any, name: str, x: str, dim: int, rank: int, keepdim: bool) -> tuple[str, str]:
+    """(value, int32 index) of the largest (argmax) or smallest (argmin) lane of the float ``x``
+    along ``dim``, as torch picks it: NaN before any number, then the first of equal lanes."""
+    combine = ctx.helper(f"_helion_{name}_combine", _ARG_COMBINES[name])
+    spread = ", ".join(":" if d == dim else "None" for d in range(rank))
+    lanes = ctx.assign(f"tl.arange(0, {x}.shape[{dim}])[{spread}] + tl.zeros({x}.shape, tl.int32)", "lane")
+    keep = ", keep_dims=True" if keepdim else ""
+    value, index = ctx.fresh(f"{name}_value"), ctx.fresh(f"{name}_index")
+    ctx.emit(f"{value}, {index} = tl.reduce(({x}, {lanes}), {dim}, {combine}{keep})")
+    return value, index
 
 
 triton_lowering(ops.REDUCTIONS["argmax"])(_arg_rule("argmax"))
@@ -159,18 +185,27 @@ def looped_sink_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
     keep = ", keep_dims=True" if node.attrs.get("keepdim") else ""
     x, _ = _reduction_input(ctx, node, kind)
     if "index" in state:
-        function = "tl.max" if kind.name == "argmax" else "tl.min"
-        value, where = ctx.fresh("chunk_value"), ctx.fresh("chunk_index")
-        ctx.emit(f"{value}, {where} = {function}({x}, {dim}, return_indices=True{keep})")
+        keepdim = bool(node.attrs.get("keepdim"))
+        compare = ">" if kind.name == "argmax" else "<"
+        if state["acc_dtype"].is_floating_point:
+            value, where = _arg_reduce(ctx, kind.name, x, dim, len(node.inputs[0].shape), keepdim)
+            # a NaN chunk replaces a number; once the running value is NaN, later chunks lose
+            better = f"({value} {compare} {acc}) | (({value} != {value}) & ({acc} == {acc}))"
+        else:
+            function = "tl.max" if kind.name == "argmax" else "tl.min"
+            value, where = ctx.fresh("chunk_value"), ctx.fresh("chunk_index")
+            ctx.emit(f"{value}, {where} = {function}({x}, {dim}, return_indices=True{keep})")
+            better = f"{value} {compare} {acc}"
         offset = ctx.rdim_vars(node.inputs[0].shape[dim]).offset
-        better = ctx.assign(f"{value} {'>' if kind.name == 'argmax' else '<'} {acc}", "better")
+        better = ctx.assign(better, "better")
         ctx.emit(
             f"{state['index']} = tl.where({better}, {where}.to(tl.int64) + {offset}, {state['index']})"
         )
         ctx.emit(f"{acc} = tl.where({better}, {value}, {acc})")
         return
-    part = ctx.assign(kind.partial(ctx, x, dim, bool(node.attrs.get("keepdim"))), "chunk")
-    ctx.emit(f"{acc} = {kind.combine(acc, part)}")
+    acc_dtype = state["acc_dtype"]
+    part = ctx.assign(kind.partial(ctx, x, dim, bool(node.attrs.get("keepdim")), acc_dtype), "chunk")
+    ctx.emit(f"{acc} = {kind.combine(acc, part, acc_dtype)}")
 
 
 def looped_sink_finish(ctx: Any, node: Node, state: dict[str, Any]) -> str:
@@ -186,16 +221,42 @@ def looped_sink_finish(ctx: Any, node: Node, state: dict[str, Any]) -> str:
 
 # -- scans ---------------------------------------------------------------------------------------------
 
-_MAX_COMBINE = """
+# torch's max and min (reductions, scans, argmax) return NaN where a lane is NaN; Triton's
+# tl.max / tl.min / tl.maximum drop it unless asked (on the GPU: max.NaN, no slower than max)
+_PROPAGATE_NAN = ", propagate_nan=tl.PropagateNan.ALL"
+_NAN_COMBINES = {
+    kind: f"""
 @triton.jit
-def _helion_max_combine(a, b):
-    return tl.maximum(a, b)
+def _helion_nan_{kind}_combine(a, b):
+    return tl.{kind}imum(a, b{_PROPAGATE_NAN})
 """
-_MIN_COMBINE = """
+    for kind in ("max", "min")
+}
+_PLAIN_COMBINES = {
+    kind: f"""
 @triton.jit
-def _helion_min_combine(a, b):
-    return tl.minimum(a, b)
+def _helion_{kind}_combine(a, b):
+    return tl.{kind}imum(a, b)
 """
+    for kind in ("max", "min")
+}
+_ARG_COMBINES = {
+    name: f"""
+@triton.jit
+def _helion_{name}_combine(value_a, index_a, value_b, index_b):
+    nan_a = value_a != value_a
+    nan_b = value_b != value_b
+    tie = ((value_a == value_b) | (nan_a & nan_b)) & (index_a < index_b)
+    take_a = (value_a {compare} value_b) | (nan_a & ~nan_b) | tie
+    return tl.where(take_a, value_a, value_b), tl.where(take_a, index_a, index_b)
+"""
+    for name, compare in (("argmax", ">"), ("argmin", "<"))
+}
+
+
+def nan_combine(ctx: Any, kind: str) -> str:
+    """The name of the NaN-propagating ``max`` or ``min`` combine function, added to the kernel."""
+    return ctx.helper(f"_helion_nan_{kind}_combine", _NAN_COMBINES[kind])
 
 
 def _scan_rule(name: str) -> Rule:
@@ -214,10 +275,11 @@ def _scan_rule(name: str) -> Rule:
         else:
             kind = ReductionKind("amax" if name == "cummax" else "amin")
             identity = kind.identity(compute)
-            combine = ctx.helper(
-                f"_helion_{'max' if name == 'cummax' else 'min'}_combine",
-                _MAX_COMBINE if name == "cummax" else _MIN_COMBINE,
-            )
+            which = "max" if name == "cummax" else "min"
+            if compute.is_floating_point:
+                combine = nan_combine(ctx, which)
+            else:
+                combine = ctx.helper(f"_helion_{which}_combine", _PLAIN_COMBINES[which])
             call = "tl.associative_scan({x}, {dim}, " + combine + "{reverse})"
         if mask is not None:
             x = ctx.assign(f"tl.where({mask}, {x}, {literal(identity)})", "masked")
