@@ -12,8 +12,6 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 
-_SCATTER_KINDS = {"add": "add", "max": "max", "min": "min"}
-
 
 def interpret_atomic(
     ref: Any,
@@ -29,8 +27,11 @@ def interpret_atomic(
     Interpret mode runs the programs of a grid one after another, so a read-modify-write of the
     whole array is atomic. `plgpu.atomic_*` cannot be used there: its interpret rule writes
     duplicate indices with a scatter-*set*, losing all but one update (a histogram's counts).
-    add/max/min are one scatter; the other kinds are applied lane by lane, in order, so that
-    repeated indices see each other's writes (the ref backend's semantics).
+    The lanes are applied as if serialized in row-major lane order, masked-off lanes skipped (the
+    ref backend's semantics): each lane gets the value before its own update, so lanes hitting
+    the same element see each other's writes (a ticket counter hands out 0, 1, 2, ...). The k-th
+    lane to hit an element is applied in round k, one gather and one scatter per round; without
+    duplicate addresses that is one round.
 
     Args:
         ref: The whole-array ref of the target tensor.
@@ -41,31 +42,37 @@ def interpret_atomic(
         expected: The compare value of `cas`.
     """
     current = ref[...]
-    if mask is None:
-        mask = jnp.ones(value.shape, dtype=jnp.bool_)
-    if kind in _SCATTER_KINDS:
-        old = current[tuple(indices)]
-        # masked-off lanes point past the end and the scatter drops them
-        safe = tuple(
-            jnp.where(mask, index, size) for index, size in zip(indices, current.shape, strict=True)
-        )
-        updated = getattr(current.at[safe], _SCATTER_KINDS[kind])(value, mode="drop")
-        ref[...] = updated
-        return jnp.where(mask, old, jnp.zeros_like(old))
-    flat_indices = [jnp.reshape(index, (-1,)) for index in indices]
+    shape = current.shape
+    if not shape:
+        # a 0-d target: address its one element as a 1-element vector
+        current = jnp.reshape(current, (1,))
+        indices = (jnp.zeros(value.shape, dtype=jnp.int32),)
+    lanes = value.size
+    if lanes == 0:
+        return jnp.zeros(value.shape, dtype=current.dtype)
     flat_value = jnp.reshape(value, (-1,))
-    flat_mask = jnp.reshape(mask, (-1,))
+    flat_mask = jnp.ones((lanes,), dtype=jnp.bool_) if mask is None else jnp.reshape(mask, (-1,))
     flat_expected = jnp.reshape(expected, (-1,)) if expected is not None else flat_value
+    # masked-off lanes may point anywhere: clip them into range, they are never applied
+    flat_indices = tuple(
+        jnp.clip(jnp.reshape(index, (-1,)), 0, size - 1).astype(jnp.int32)
+        for index, size in zip(indices, current.shape, strict=True)
+    )
+    rank = _rank_among_equal(flat_indices, flat_mask)
+    rounds = jnp.max(rank, initial=-1) + 1
 
-    def step(lane: jax.Array, state: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    def step(r: jax.Array, state: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         array, olds = state
-        where = tuple(
-            jnp.clip(index[lane], 0, size - 1)
-            for index, size in zip(flat_indices, array.shape, strict=True)
-        )
-        old = array[where]
-        operand = flat_value[lane]
-        if kind == "and":
+        chosen = rank == r
+        old = array[flat_indices]
+        operand = flat_value
+        if kind == "add":
+            new = old + operand
+        elif kind == "max":
+            new = jnp.maximum(old, operand)
+        elif kind == "min":
+            new = jnp.minimum(old, operand)
+        elif kind == "and":
             new = old & operand
         elif kind == "or":
             new = old | operand
@@ -74,16 +81,44 @@ def interpret_atomic(
         elif kind == "xchg":
             new = operand
         elif kind == "cas":
-            new = jnp.where(old == flat_expected[lane], operand, old)
+            new = jnp.where(old == flat_expected, operand, old)
         else:
             raise ValueError(f"unknown atomic kind {kind!r}")
-        new = jnp.where(flat_mask[lane], new, old)
-        return array.at[where].set(new), olds.at[lane].set(old)
+        # lanes not in this round point past the end and the scatter drops them; the chosen
+        # lanes hit distinct elements, so the scatter-set is well defined
+        where = tuple(
+            jnp.where(chosen, index, size)
+            for index, size in zip(flat_indices, array.shape, strict=True)
+        )
+        array = array.at[where].set(new.astype(array.dtype), mode="drop")
+        return array, jnp.where(chosen, old, olds)
 
-    olds = jnp.zeros(flat_value.shape, dtype=current.dtype)
-    updated, olds = jax.lax.fori_loop(0, flat_value.shape[0], step, (current, olds))
-    ref[...] = updated
+    olds = jnp.zeros((lanes,), dtype=current.dtype)
+    updated, olds = jax.lax.fori_loop(0, rounds, step, (current, olds))
+    ref[...] = jnp.reshape(updated, shape)
     return jnp.reshape(olds, value.shape)
+
+
+def _rank_among_equal(indices: tuple[jax.Array, ...], active: jax.Array) -> jax.Array:
+    """For each active lane, how many earlier active lanes have the same index tuple; -1 for
+    inactive lanes.
+
+    A lexicographic sort on (inactive, indices..., lane) puts each element's lanes next to each
+    other in lane order; a lane's rank is its distance from the start of its run.
+    """
+    count = active.shape[0]
+    lane = jax.lax.iota(jnp.int32, count)
+    inactive = jnp.logical_not(active).astype(jnp.int32)
+    keys = (inactive, *indices, lane)
+    ordered = jax.lax.sort(keys, num_keys=len(keys))
+    # a run starts where (inactive, indices) differ from the previous sorted lane
+    starts = jnp.zeros((count,), dtype=jnp.bool_)
+    for key in ordered[:-1]:
+        starts = starts | jnp.concatenate([jnp.ones((1,), jnp.bool_), key[1:] != key[:-1]])
+    position = jax.lax.iota(jnp.int32, count)
+    run_start = jax.lax.cummax(jnp.where(starts, position, 0), axis=0)
+    rank = jnp.zeros((count,), dtype=jnp.int32).at[ordered[-1]].set(position - run_start)
+    return jnp.where(active, rank, -1)
 
 
 def gpu_atomic_by_lane(

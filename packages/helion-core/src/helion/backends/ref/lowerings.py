@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any
+from typing import Callable
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -264,7 +266,7 @@ def _region_combiner(ex: Any, region: Any) -> Callable:
     tensors: its elementwise ops run on whole tensors at once."""
 
     def combine(lhs: list, rhs: list) -> list:
-        env = {arg.id: value for arg, value in zip(region.args, [*lhs, *rhs])}
+        env = {arg.id: value for arg, value in zip(region.args, [*lhs, *rhs], strict=True)}
         results = ex.run_block(region, env)
         return _combine.fit_results(results, lhs)
 
@@ -274,20 +276,20 @@ def _region_combiner(ex: Any, region: Any) -> Callable:
 @ref_lowering(ops.custom_reduce)
 def _custom_reduce(ex: Any, node: Any, inputs: list) -> Any:
     dim = node.attrs["dim"]
-    values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs)]
+    values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs, strict=True)]
     # lanes past the dimension's extent (a full block meeting a partial tile) take `other`
     extent = ex.resolve(node.inputs[0].shape[dim])
     if values[0].shape[dim] > extent:
         lanes = torch.arange(values[0].shape[dim], device=ex.device) < extent
         lanes = lanes.reshape([-1 if axis == dim else 1 for axis in range(values[0].ndim)])
-        values = [torch.where(lanes, v, torch.tensor(o, dtype=v.dtype, device=ex.device)) for v, o in zip(values, node.attrs["other"])]
+        values = [torch.where(lanes, v, torch.tensor(o, dtype=v.dtype, device=ex.device)) for v, o in zip(values, node.attrs["other"], strict=True)]
     results = _combine.tree_reduce(_region_combiner(ex, node.regions[0]), values, dim, node.attrs["keepdim"])
     return results if len(results) > 1 else results[0]
 
 
 @ref_lowering(ops.custom_scan)
 def _custom_scan(ex: Any, node: Any, inputs: list) -> Any:
-    values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs)]
+    values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs, strict=True)]
     results = _combine.inclusive_scan(_region_combiner(ex, node.regions[0]), values, node.attrs["dim"], node.attrs["reverse"])
     return results if len(results) > 1 else results[0]
 
@@ -451,7 +453,7 @@ def _gather_index(ex: Any, node: Any, items: tuple, inputs: list) -> list[torch.
             positions.append(-1)
     del out_rank
     indices: list[torch.Tensor] = []
-    for item, position in zip(items, positions):
+    for item, position in zip(items, positions, strict=True):
         kind = item[0]
         if kind == "none":
             continue
@@ -485,7 +487,7 @@ def _mask(inputs: list, node: Any) -> torch.Tensor | None:
 
 
 def _clamped(indices: list[torch.Tensor], sizes: tuple) -> list[torch.Tensor]:
-    return [idx.clamp(0, max(size - 1, 0)) for idx, size in zip(indices, sizes)]
+    return [idx.clamp(0, max(size - 1, 0)) for idx, size in zip(indices, sizes, strict=True)]
 
 
 def _result_shape(indices: list[torch.Tensor], node: Any, ex: Any) -> list[int]:
@@ -518,7 +520,7 @@ def _check_gather_bounds(
     node: Any, access: str, tensor: torch.Tensor, indices: list[torch.Tensor], keep: Any
 ) -> None:
     """`indices` has one index tensor per tensor dim; lanes where `keep` is false may be outside."""
-    for dim, (index, size) in enumerate(zip(indices, tensor.shape)):
+    for dim, (index, size) in enumerate(zip(indices, tensor.shape, strict=True)):
         outside = (index < 0) | (index >= size)
         if keep is not None:
             outside = outside & keep.to(torch.bool)
@@ -600,51 +602,87 @@ def _atomic(ex: Any, node: Any, inputs: list) -> Any:
     if keep is not None:
         full = tuple(i[keep] for i in full)
         value = value[keep]
-    old = tensor[full].clone()
     kind = node.attrs["kind"]
-    if kind == "add":
-        tensor.index_put_(full, value, accumulate=True)
-    elif kind in ("max", "min"):
-        flat_index = _linear_index(tensor, full)
-        target = tensor.view(-1) if tensor.is_contiguous() else None
-        if target is None:
-            raise exc.BackendUnsupported(f"atomic_{kind} on a non-contiguous tensor", "ref", loc=node.loc)
-        target.scatter_reduce_(0, flat_index.reshape(-1), value.reshape(-1), "amax" if kind == "max" else "amin")
-    elif kind in ("and", "or", "xor", "xchg", "cas"):
-        # applied element by element so that repeated indices see each other's writes
-        flat_index = _linear_index(tensor, full).reshape(-1).tolist()
-        target = tensor.view(-1)
-        values = value.reshape(-1)
-        expected = inputs[node.attrs["expected"]].expand(shape) if kind == "cas" else None
-        if expected is not None:
-            expected = expected[keep] if keep is not None else expected.reshape(-1)
-        olds = []
-        for position, (where, v) in enumerate(zip(flat_index, values)):
-            current = target[where].clone()
-            olds.append(current)
-            if kind == "and":
-                target[where] = current & v
-            elif kind == "or":
-                target[where] = current | v
-            elif kind == "xor":
-                target[where] = current ^ v
-            elif kind == "xchg":
-                target[where] = v
-            elif kind == "cas" and bool(current == expected[position]):
-                target[where] = v
-        old = torch.stack(olds).reshape(old.shape) if olds else old
-    else:
+    if kind not in _ATOMIC_KINDS:
         raise exc.BackendUnsupported(f"atomic_{kind}", "ref", loc=node.loc)
+    expected = inputs[node.attrs["expected"]].expand(shape) if kind == "cas" else None
+    if keep is not None and expected is not None:
+        expected = expected[keep]
+    lanes = [i.reshape(-1) for i in full]
+    flat_expected = None if expected is None else expected.reshape(-1)
+    old = _serialized_atomic(kind, tensor, lanes, value.reshape(-1), flat_expected)
     if keep is not None:
         result = torch.zeros(shape, dtype=old.dtype, device=old.device)
         result[keep] = old
         return result
-    return old
+    return old.reshape(shape)
+
+
+_ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
+
+
+def _serialized_atomic(
+    kind: str,
+    tensor: torch.Tensor,
+    lanes: list[torch.Tensor],
+    value: torch.Tensor,
+    expected: torch.Tensor | None,
+) -> torch.Tensor:
+    """Apply one atomic per lane (1-D `lanes` indices, `value`, `expected`) in lane order and
+    return each lane's previous value, as if the lanes had been serialized in that order.
+
+    The k-th lane to hit an element is applied in round k; a round's lanes hit distinct elements,
+    so it is one gather and one scatter. Without duplicate addresses that is a single round.
+    """
+    olds = torch.empty(value.shape, dtype=tensor.dtype, device=tensor.device)
+    if value.numel() == 0:
+        return olds
+    if tensor.ndim == 0:
+        # a 0-d target has no index tensors: address its one element as a 1-element vector
+        tensor = tensor.view(1)
+        lanes = [torch.zeros(value.shape, dtype=torch.long, device=tensor.device)]
+    # rank of each lane among the lanes that hit its element, counted in lane order
+    linear = _linear_index(tensor, tuple(lanes))
+    order = torch.sort(linear, stable=True).indices
+    ordered = linear[order]
+    position = torch.arange(linear.numel(), device=linear.device)
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    group_start = torch.cummax(torch.where(first, position, 0), 0).values
+    rank = torch.empty_like(position)
+    rank[order] = position - group_start
+    # lanes grouped by round, lane order kept inside a round (it does not matter there)
+    by_round = torch.sort(rank, stable=True).indices
+    counts = torch.bincount(rank).tolist()
+    for chosen in torch.split(by_round, counts):
+        where = tuple(i[chosen] for i in lanes)
+        current = tensor[where].clone()
+        v = value[chosen].to(tensor.dtype)
+        if kind == "add":
+            new = current + v
+        elif kind == "max":
+            new = torch.maximum(current, v)
+        elif kind == "min":
+            new = torch.minimum(current, v)
+        elif kind == "and":
+            new = current & v
+        elif kind == "or":
+            new = current | v
+        elif kind == "xor":
+            new = current ^ v
+        elif kind == "xchg":
+            new = v
+        else:
+            assert expected is not None
+            new = torch.where(current == expected[chosen].to(tensor.dtype), v, current)
+        tensor[where] = new
+        olds[chosen] = current
+    return olds
 
 
 def _linear_index(tensor: torch.Tensor, indices: tuple) -> torch.Tensor:
     linear = torch.zeros_like(indices[0])
-    for idx, stride in zip(indices, tensor.stride()):
+    for idx, stride in zip(indices, tensor.stride(), strict=True):
         linear = linear + idx * stride
     return linear
 
@@ -656,7 +694,6 @@ def _device_print(ex: Any, node: Any, inputs: list) -> None:
 
 # the shape ops (sort, topk, gather, stack, cat, split) register from their own module
 from helion.backends.ref import shape_ops as _shape_ops  # noqa: E402,F401
-
 
 # StackTensor loads and stores register into this table from their own module
 from helion.backends.ref import stack as _stack  # noqa: E402, F401
