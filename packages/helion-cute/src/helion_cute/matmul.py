@@ -38,6 +38,7 @@ from helion.language import _ops as ops
 from helion_cute.source import CodeWriter
 from helion_cute.source import cutlass_type
 from helion_cute.source import literal
+from helion_cute.source import memory_type
 from helion_cute.values import CVal
 from helion_cute.values import TileVar
 
@@ -355,6 +356,8 @@ class EpilogueContext:
         pointer = self.emitter.module.tensor_params[tensor.index]
         axes = self.axes_of(node.output)
         load = f"cute.make_tensor({pointer} + {self.index_type}({address}), cute.make_layout(1))[0]"
+        if dtype == torch.bool:
+            load = f"cutlass.Boolean({load})"  # the byte in memory is a Uint8 (memory_type)
         if not axes:
             return self.define("v", load, kind="scalar", dtype=dtype)
         regs = self.fresh("eld")
@@ -378,8 +381,12 @@ class EpilogueContext:
         pointer = self.emitter.module.tensor_params[tensor.index]
         plan = self.emitter.plan
         regs = self.fresh("est")
-        self.line(f"{regs} = cute.make_rmem_tensor(acc_shape, {cutlass_type(dtype)})")
-        self.line(f"{regs}.store({self.full_frag(value, frozenset([1]), dtype)})")
+        frag = self.full_frag(value, frozenset([1]), dtype)
+        if dtype == torch.bool:
+            # a Boolean fragment keeps True as the byte 0xFF; torch.bool wants 0/1 (memory_type)
+            frag = f"{frag}.to(cutlass.Uint8)"
+        self.line(f"{regs} = cute.make_rmem_tensor(acc_shape, {memory_type(dtype)})")
+        self.line(f"{regs}.store({frag})")
         s0, s1 = tensor.stride
         self.line(
             f"mC = cute.make_tensor({pointer}, cute.make_layout(({plan.m}, {plan.n}), stride=({s0}, {s1})))"

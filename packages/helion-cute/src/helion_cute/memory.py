@@ -28,6 +28,7 @@ from helion_cute.layout import Axis
 from helion_cute.source import cutlass_type
 from helion_cute.source import element_bytes
 from helion_cute.source import literal
+from helion_cute.source import memory_type
 from helion_cute.values import CVal
 
 MAX_VECTOR_BYTES = 16
@@ -341,10 +342,12 @@ class Chunks:
 def _eviction(ctx: Any, node: Node) -> str:
     position = ctx.module.load_position.get(id(node))
     policy = ctx.options.eviction_policy(position) if position is not None else ""
+    # the copy atoms take cute.nvgpu's Python enum (it has ``_to_ir``); ``cute.CacheEvictionPriority``
+    # is the raw MLIR dialect enum and makes cute.compile fail
     if policy == "first":
-        return ", l1c_evict_priority=cute.CacheEvictionPriority.EVICT_FIRST"
+        return ", l1c_evict_priority=cute.nvgpu.CacheEvictionPriority.EVICT_FIRST"
     if policy == "last":
-        return ", l1c_evict_priority=cute.CacheEvictionPriority.EVICT_LAST"
+        return ", l1c_evict_priority=cute.nvgpu.CacheEvictionPriority.EVICT_LAST"
     return ""
 
 
@@ -381,6 +384,8 @@ def emit_load(ctx: Any, node: Node, args: list) -> CVal:
         name = ctx.fresh("v")
         address = _scalar_address(ctx, node, dims)
         load = f"cute.make_tensor({address}, cute.make_layout(1))[0]"
+        if dtype == torch.bool:
+            load = f"cutlass.Boolean({load})"  # the byte in memory is a Uint8 (memory_type)
         if mask is None:
             ctx.line(f"{name} = {load}")
         else:
@@ -450,7 +455,10 @@ def emit_store(ctx: Any, node: Node, args: list) -> None:
         conditions = list(own)
         if mask is not None:
             conditions.append(ctx.scalar_code(node.inputs[node.attrs["mask"]]))
-        store = f"cute.make_tensor({address}, cute.make_layout(1))[0] = {ctx.convert(value, dtype)}"
+        stored = ctx.convert(value, dtype)
+        if dtype == torch.bool:
+            stored = f"cutlass.Uint8({stored})"  # a bool is a 0/1 byte in memory (memory_type)
+        store = f"cute.make_tensor({address}, cute.make_layout(1))[0] = {stored}"
         if conditions:
             ctx.line(f"if {' and '.join(f'({c})' for c in conditions)}:")
             ctx.line(f"    {store}")
@@ -460,8 +468,13 @@ def emit_store(ctx: Any, node: Node, args: list) -> None:
     width = op_width(ctx, node, dims, axes, mask)
     chunks = Chunks(ctx, node, dims, axes, mask, width)
     regs = ctx.fresh("st")
-    ctx.line(f"{regs} = cute.make_rmem_tensor({ctx.shape(axes)!r}, {cutlass_type(dtype)})")
-    ctx.line(f"{regs}.store({ctx.full_frag(value, axes, dtype)})")
+    frag = ctx.full_frag(value, axes, dtype)
+    if dtype == torch.bool:
+        # a Boolean register fragment keeps True as the sign-extended byte 0xFF, and its i1
+        # type cannot be copied to memory: store the 0/1 bytes of torch.bool as Uint8
+        frag = f"{frag}.to(cutlass.Uint8)"
+    ctx.line(f"{regs} = cute.make_rmem_tensor({ctx.shape(axes)!r}, {memory_type(dtype)})")
+    ctx.line(f"{regs}.store({frag})")
     base = chunks.emit_base()
     registers = ctx.table(chunks.register)
     copy = (
@@ -503,6 +516,8 @@ def emit_atomic(ctx: Any, node: Node, args: list) -> CVal:
     kind = node.attrs["kind"]
     if kind == "cas":
         raise exc.BackendUnsupported("hl.atomic_cas", "cute", loc=node.loc)
+    if dtype == torch.bool:
+        raise exc.BackendUnsupported(f"atomic_{kind} on torch.bool", "cute", loc=node.loc)
     if node.attrs.get("mask") is not None:
         # the lane predicate below covers tile bounds only (a mask comes from hl.jagged_tile)
         raise exc.BackendUnsupported("a masked atomic (inside hl.jagged_tile)", "cute", loc=node.loc)

@@ -127,6 +127,12 @@ def _reduce(ctx: Any, node: Node, value: CVal, key: Any, kind: str, dtype: torch
             for table in tables:
                 ctx.line(f"    {tmp} = {combine.format(a=tmp, b=f'{regs}_in[{table}[_i]]')}")
         ctx.line(f"    {regs}[_i] = {tmp}")
+    elif None not in profile:
+        # every mode is reduced (a rank-1 fragment to a 0-D value): TensorSSA.reduce would ask
+        # vector.multi_reduction for an invalid 0-D vector; the depth-0 profile gives a scalar
+        reduced = f"{source}.reduce(cute.ReductionOp.{red_op}, {identity}, 1)"
+        ctx.line(f"{regs} = cute.make_rmem_tensor({out_shape!r}, {cutlass_type(dtype)})")
+        ctx.line(f"{regs}[0] = {cutlass_type(dtype)}({reduced})")
     else:
         reduced = f"{source}.reduce(cute.ReductionOp.{red_op}, {identity}, {profile!r})"
         ctx.line(f"{regs} = cute.make_rmem_tensor({out_shape!r}, {cutlass_type(dtype)})")

@@ -38,6 +38,7 @@ from helion.runtime.config import Config
 from helion_cute.codegen import Generated
 from helion_cute.codegen import generate
 from helion_cute.source import cutlass_type
+from helion_cute.source import memory_type
 from helion_cute.tunables import CuteOptions
 
 DEFAULT_ARCH = "sm_90a"
@@ -178,7 +179,7 @@ def compile_generated(generated: Generated, *, aligned: bool) -> Any:
         align = ALIGNMENT if aligned else None
         args: list[Any] = []
         for arg in generated.tensor_args:
-            element = _dsl_type(d, arg.dtype)
+            element = _pointee(d, arg.dtype)
             args.append(
                 d.make_ptr(
                     element,
@@ -210,6 +211,11 @@ def compile_generated(generated: Generated, *, aligned: bool) -> Any:
 
 def _dsl_type(d: types.SimpleNamespace, dtype: torch.dtype) -> Any:
     return getattr(d.cutlass, cutlass_type(dtype).removeprefix("cutlass."))
+
+
+def _pointee(d: types.SimpleNamespace, dtype: torch.dtype) -> Any:
+    """The element type of a tensor's pointer (see :func:`memory_type`)."""
+    return getattr(d.cutlass, memory_type(dtype).removeprefix("cutlass."))
 
 
 class CuteCompiledKernel:
@@ -262,7 +268,7 @@ class CuteCompiledKernel:
         for arg, tensor in zip(self._tensor_args, tensors, strict=False):
             align = ALIGNMENT if aligned else max(1, arg.dtype.itemsize)
             args.append(
-                d.make_ptr(_dsl_type(d, arg.dtype), tensor.data_ptr(), gmem, assumed_align=align)
+                d.make_ptr(_pointee(d, arg.dtype), tensor.data_ptr(), gmem, assumed_align=align)
             )
         for scalar, dtype in zip(self.ir.scalar_args, self._scalar_dtypes, strict=False):
             args.append(_dsl_type(d, dtype)(host_values[scalar.index]))

@@ -34,6 +34,15 @@ def cutlass_type(dtype: torch.dtype) -> str:
         raise TypeError(f"the cute backend does not support {dtype}") from None
 
 
+def memory_type(dtype: torch.dtype) -> str:
+    """The CuTe DSL type of a global-memory element of ``dtype``.
+
+    torch.bool is one byte holding 0 or 1, while cute allows its i1 ``Boolean`` only in
+    registers (where it is stored as i8): bool tensors are addressed as Uint8.
+    """
+    return "cutlass.Uint8" if dtype == torch.bool else cutlass_type(dtype)
+
+
 def element_bytes(dtype: torch.dtype) -> int:
     return 1 if dtype == torch.bool else dtype.itemsize
 
