@@ -13,6 +13,9 @@ Triton lowering needs power-of-two shapes), a full slice of extent E in `next_po
 Each tile carries a `mask_<block>` of its in-bounds lanes whenever its last tile can be partial;
 loads fill masked lanes with zeros, stores skip them, and reductions and dots see the neutral
 element there, so padded lanes never change a result (the ref backend computes on exact extents).
+A dimension takes its mask from the tile it came from (`helion_pallas.axes`), not from its block
+size symbol: one block size may be shared by several tiles in scope (`hl.register_block_size`
+used by an outer and an inner loop), each with its own bounds.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
 from helion_pallas import memory
+from helion_pallas.axes import CONFLICT
+from helion_pallas.axes import UNKNOWN
+from helion_pallas.axes import AxisOrigins
 from helion_pallas.tunables import MAX_STATIC_UNROLL
 from helion_pallas.tunables import PallasOptions
 from helion_pallas.writer import RESERVED
@@ -114,8 +120,10 @@ class KernelCodegen:
         }
         self.names: dict[int, str] = {}
         self.used_names: set[str] = set()
-        self.tiles: dict[int, TileState] = {}  # tile Value id -> state
+        self.tiles: dict[int, TileState] = {}  # tile Value id -> state, for the tiles in scope
         self.active: dict[int, TileState] = {}  # block id -> innermost tile in scope
+        self.axes = AxisOrigins(ir)  # the tile each dimension of each value came from
+        self.node: Node | None = None  # the node being lowered, for error messages
         self.zero_padded: set[int] = set()
         self.writer = SourceWriter()
         self.call: CallPlan | None = None
@@ -264,8 +272,11 @@ class KernelCodegen:
             if block_id is None:
                 raise exc.BackendUnsupported(f"the size expression {expr}", "pallas")
             info = self.ir.block(block_id)
-            tile = self.active.get(block_id)
-            if info.kind == "reduction" or tile is None:
+            tile = None
+            if info.kind != "reduction":
+                # a bare size symbol names no tile: it must not be shared by tiles in scope
+                tile = self.tile_for(block_id, UNKNOWN, f"the size expression {expr}")
+            if tile is None:
                 text = str(self.block[block_id])
             else:
                 text = f"jnp.minimum({tile.hi} - {tile.begin}, {tile.block})"
@@ -277,15 +288,43 @@ class KernelCodegen:
             result = result.replace(key, text)
         return result
 
-    def dim_mask(self, dim: Any) -> str | None:
-        """Name of the 1-D mask of in-bounds lanes of a dimension, or None if always full."""
+    def tiles_in_scope(self, block_id: int) -> list[TileState]:
+        return [tile for tile in self.tiles.values() if tile.block_id == block_id]
+
+    def tile_for(self, block_id: int, origin: Any, what: str | None = None) -> TileState | None:
+        """The tile whose bounds a dimension of block `block_id` has: the tile it came from
+        (`origin`, a tile value id from `helion_pallas.axes`) when that is in scope, else the one
+        tile of the block in scope. With several in scope and none traced, the dimension could be
+        any of them: rejected (as `what`, default the op being lowered) rather than guessed."""
+        if origin not in (UNKNOWN, CONFLICT) and origin in self.tiles:
+            return self.tiles[origin]
+        in_scope = self.tiles_in_scope(block_id)
+        if len(in_scope) > 1:
+            node = self.node
+            if what is None:
+                what = node.op.name if node is not None else "an operation"
+            symbol = self.ir.block(block_id).symbol
+            raise exc.BackendUnsupported(
+                f"{what} on a dimension of block size {symbol} that {len(in_scope)} tiles in "
+                "scope share (which tile's bounds apply cannot be traced)",
+                "pallas",
+                loc=node.loc if node is not None else None,
+                hint="Derive the value from loads or tile.index of the tiles (x[tile_m, tile_n]) "
+                "rather than from hl.zeros/hl.full of block sizes alone, or give each loop its "
+                "own block size.",
+            )
+        return self.active.get(block_id)
+
+    def dim_mask(self, dim: Any, origin: Any = UNKNOWN) -> str | None:
+        """Name of the 1-D mask of in-bounds lanes of a dimension, or None if always full.
+        `origin` is the tile the dimension came from (see `tile_for`)."""
         dim = sympy.sympify(dim)
         if dim.is_Integer:
             extent = int(dim)
         elif dim.is_Symbol and dim in self.symbols:
             block_id = self.symbols[dim]
             if self.ir.block(block_id).kind != "reduction":
-                tile = self.active.get(block_id)
+                tile = self.tile_for(block_id, origin)
                 return tile.mask if tile is not None else None
             extent = self.block[block_id]
         else:
@@ -301,11 +340,19 @@ class KernelCodegen:
         parts[axis] = ":"
         return f"{vector}[{', '.join(parts)}]"
 
-    def shape_mask(self, shape: Sequence[Any]) -> str | None:
-        """AND of the in-bounds masks of every dimension of `shape`, broadcastable to it."""
+    def axis_mask(self, value: Value, axis: int) -> str | None:
+        """The 1-D in-bounds mask of dimension `axis` of `value` (None if always full)."""
+        origins = self.axes.of(value) or (UNKNOWN,) * len(value.shape)
+        return self.dim_mask(value.shape[axis], origins[axis])
+
+    def shape_mask(self, shape: Sequence[Any], origins: Sequence[Any] | None = None) -> str | None:
+        """AND of the in-bounds masks of every dimension of `shape`, broadcastable to it;
+        `origins` gives the tile of each dimension (see `tile_for`)."""
+        if origins is None or len(origins) != len(shape):
+            origins = (UNKNOWN,) * len(shape)
         parts = []
-        for axis, dim in enumerate(shape):
-            mask = self.dim_mask(dim)
+        for axis, (dim, origin) in enumerate(zip(shape, origins, strict=True)):
+            mask = self.dim_mask(dim, origin)
             if mask is not None:
                 parts.append(self.at_axis(mask, axis, len(shape)))
         return " & ".join(parts) if parts else None
@@ -503,6 +550,13 @@ class KernelCodegen:
             self._emit_node(node)
 
     def _emit_node(self, node: Node) -> None:
+        saved, self.node = self.node, node
+        try:
+            self._lower_node(node)
+        finally:
+            self.node = saved
+
+    def _lower_node(self, node: Node) -> None:
         if node.op is ops.tile_loop:
             self._emit_tile_loop(node)
             return

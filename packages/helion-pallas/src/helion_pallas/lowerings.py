@@ -309,7 +309,7 @@ def neutral(kind: str, dtype: torch.dtype) -> str:
 
 
 def _masked_along(ctx: KernelCodegen, x: Value, text: str, axis: int, fill: str) -> str:
-    mask = ctx.dim_mask(x.shape[axis])
+    mask = ctx.axis_mask(x, axis)
     if mask is None:
         return text
     return f"jnp.where({ctx.at_axis(mask, axis, len(x.shape))}, {text}, {fill})"

@@ -253,7 +253,9 @@ def _mask_in(
 ) -> str | None:
     """In-bounds mask of an access of IR shape `shape` (and the user's extra mask); broadcastable
     to the access, or of its exact padded shape when `full`."""
-    bounds = ctx.shape_mask(shape)
+    # each dimension is masked by the tile indexing it, which its block size alone does not
+    # name when that is shared by several tiles in scope
+    bounds = ctx.shape_mask(shape, ctx.axes.of_access(node))
     parts = [p for p in (bounds, extra) if p]
     if not parts:
         return None
