@@ -30,7 +30,11 @@ class Timer:
         self.device = device
         self.cuda = device.type == "cuda"
         self.flush_mode = flush
-        self._flush = torch.zeros(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if self.cuda else None
+        self._flush = (
+            torch.zeros(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            if self.cuda
+            else None
+        )
 
     def flush(self) -> None:
         if self.flush_mode == "write":
@@ -43,7 +47,12 @@ class Timer:
             torch.cuda.synchronize(self.device)
 
     def median_ms(
-        self, fn: Callable[[], Any], *, target_s: float = 0.25, min_repeat: int = 5, max_repeat: int = 200,
+        self,
+        fn: Callable[[], Any],
+        *,
+        target_s: float = 0.25,
+        min_repeat: int = 5,
+        max_repeat: int = 200,
         queued: bool = False,
     ) -> float:
         """Median of ``fn``'s samples, each after an L2 flush. Synced (the default): the host

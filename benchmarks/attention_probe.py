@@ -36,7 +36,9 @@ def main() -> int:
                     torch.testing.assert_close(result, expected, atol=2e-2, rtol=2e-2)
                 status = "ok"
             except Exception as error:  # reported per config
-                lines = [ln for ln in str(error).splitlines() if "error" in ln.lower()] or [str(error)]
+                lines = [ln for ln in str(error).splitlines() if "error" in ln.lower()] or [
+                    str(error)
+                ]
                 status = f"{type(error).__name__}: {lines[0][:200]}"
                 (out / f"{name}_seed{index}.py").write_text(bound.to_triton_code(config))
             print(f"{name} seed {index}: {status}\n    {config}", flush=True)

@@ -37,7 +37,9 @@ ANCHOR = {
 }
 
 
-def tune_one(name: str, effort: str, timer: Timer, rooflines: dict[str, float], backend: str | None) -> dict:
+def tune_one(
+    name: str, effort: str, timer: Timer, rooflines: dict[str, float], backend: str | None
+) -> dict:
     bench = BENCHES[name]
     kernel = getattr(importlib.import_module(bench.module), bench.kernel)
     if backend:
@@ -53,7 +55,9 @@ def tune_one(name: str, effort: str, timer: Timer, rooflines: dict[str, float], 
     config = bound.ensure_config_exists(args)
     tune_s = time.perf_counter() - start
     run = bound.compile_config(config)
-    torch.testing.assert_close(run(*args).float(), expected.float(), atol=bench.atol, rtol=bench.rtol)
+    torch.testing.assert_close(
+        run(*args).float(), expected.float(), atol=bench.atol, rtol=bench.rtol
+    )
     ms = timer.median_ms(lambda: run(*args))
     work = bench.work(args)
     compute = bench.bound == "compute"
@@ -77,7 +81,9 @@ def tune_one(name: str, effort: str, timer: Timer, rooflines: dict[str, float], 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kernels", default="matmul,softmax,rms_norm")
     parser.add_argument("--effort", default="quick", choices=["quick", "full"])
     parser.add_argument("--backend", default=None)
@@ -90,7 +96,9 @@ def main() -> int:
     os.environ["HELION_CACHE_DIR"] = tempfile.mkdtemp(prefix="helion-autotune-bench-")
     timer = Timer(torch.device("cuda"))
     rooflines = {"copy_tbs": copy_bandwidth_tbs(timer), "cublas_tflops": cublas_peak_tflops(timer)}
-    print(f"copy {rooflines['copy_tbs']:.2f} TB/s, cuBLAS bf16 {rooflines['cublas_tflops']:.0f} TFLOP/s")
+    print(
+        f"copy {rooflines['copy_tbs']:.2f} TB/s, cuBLAS bf16 {rooflines['cublas_tflops']:.0f} TFLOP/s"
+    )
     rows = []
     for name in ns.kernels.split(","):
         try:
@@ -98,7 +106,9 @@ def main() -> int:
         except Exception as error:
             traceback.print_exc()
             rows.append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
-    print(f"\n{'kernel':10} {'tune s':>7} {'anchor s':>8} {'rate':>9} {'unit':7} {'anchor':>7} {'of roof':>8}")
+    print(
+        f"\n{'kernel':10} {'tune s':>7} {'anchor s':>8} {'rate':>9} {'unit':7} {'anchor':>7} {'of roof':>8}"
+    )
     for r in rows:
         if "error" in r:
             print(f"{r['kernel']:10} ERROR {r['error']}")

@@ -112,7 +112,9 @@ def main() -> int:
     if device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
-    print(f"{args_ns.bench}: helion {bound.normalize(config)} and torch.compile ran {args_ns.repeat} times")
+    print(
+        f"{args_ns.bench}: helion {bound.normalize(config)} and torch.compile ran {args_ns.repeat} times"
+    )
     if args_ns.sass:
         cache = os.environ.get("TRITON_CACHE_DIR")
         if not cache:

@@ -52,14 +52,22 @@ def copy_sizes(timers: dict[str, Timer], device: torch.device) -> list[dict]:
             ms = timer.median_ms(fn, queued=True)
             row[f"{mode}_TB/s"] = round(2 * nbytes / (ms * 1e-3) / 1e12, 3)
         rows.append(row)
-        print(f"copy {mb:>10} MB: " + "  ".join(f"{m} flush {row[f'{m}_TB/s']:.3f} TB/s" for m in timers), flush=True)
+        print(
+            f"copy {mb:>10} MB: "
+            + "  ".join(f"{m} flush {row[f'{m}_TB/s']:.3f} TB/s" for m in timers),
+            flush=True,
+        )
         del fn
         torch.cuda.empty_cache()
     return rows
 
 
 def race(
-    name: str, extras: list[dict], timers: dict[str, Timer], rounds: int, device: torch.device,
+    name: str,
+    extras: list[dict],
+    timers: dict[str, Timer],
+    rounds: int,
+    device: torch.device,
     autotune_log: str | None = None,
 ) -> dict:
     bench = BENCHES[name]
@@ -86,7 +94,12 @@ def race(
         for mode, timer in timers.items():
             for key, fn in impls.items():
                 samples[mode][key].append(timer.median_ms(fn, queued=True))
-    row: dict[str, Any] = {"kernel": name, "tune_s": round(tune_s, 1), "configs": configs, "rounds": rounds}
+    row: dict[str, Any] = {
+        "kernel": name,
+        "tune_s": round(tune_s, 1),
+        "configs": configs,
+        "rounds": rounds,
+    }
     print(f"\n{name}: tuned in {tune_s:.1f} s: {config}")
     for mode in timers:
         compile_ms = samples[mode]["torch.compile"]
@@ -94,30 +107,54 @@ def race(
         result = {}
         for key, ms_list in samples[mode].items():
             ms = statistics.median(ms_list)
-            entry = {"ms": round(ms, 5), "TB/s": round(work / (ms * 1e-3) / 1e12, 3),
-                     "of_copy_same_bytes": round(copy_ms / ms, 4), "rounds_ms": [round(v, 5) for v in ms_list]}
+            entry = {
+                "ms": round(ms, 5),
+                "TB/s": round(work / (ms * 1e-3) / 1e12, 3),
+                "of_copy_same_bytes": round(copy_ms / ms, 4),
+                "rounds_ms": [round(v, 5) for v in ms_list],
+            }
             if key.startswith("helion"):
-                entry["rounds_won_vs_compile"] = sum(a < b for a, b in zip(ms_list, compile_ms, strict=True))
+                entry["rounds_won_vs_compile"] = sum(
+                    a < b for a, b in zip(ms_list, compile_ms, strict=True)
+                )
                 entry["vs_compile"] = round(statistics.median(compile_ms) / ms, 4)
             result[key] = entry
-            won = f"  beat torch.compile in {entry['rounds_won_vs_compile']}/{rounds} rounds, speed {entry['vs_compile']:.4f}x" if "vs_compile" in entry else ""
-            print(f"  {mode:5} flush {key:16} {ms * 1e3:8.2f} us {entry['TB/s']:7.3f} TB/s  "
-                  f"{entry['of_copy_same_bytes']:6.1%} of a same-size copy{won}", flush=True)
+            won = (
+                f"  beat torch.compile in {entry['rounds_won_vs_compile']}/{rounds} rounds, speed {entry['vs_compile']:.4f}x"
+                if "vs_compile" in entry
+                else ""
+            )
+            print(
+                f"  {mode:5} flush {key:16} {ms * 1e3:8.2f} us {entry['TB/s']:7.3f} TB/s  "
+                f"{entry['of_copy_same_bytes']:6.1%} of a same-size copy{won}",
+                flush=True,
+            )
         row[mode] = result
     kernel.reset()
     return row
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kernels", default="rms_norm,embedding")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--extra", action="append", default=[], help="NAME=JSON: another config of NAME to race")
+    parser.add_argument(
+        "--extra", action="append", default=[], help="NAME=JSON: another config of NAME to race"
+    )
     parser.add_argument("--json", default=None)
-    parser.add_argument("--autotune-log", default=None, help="directory for each kernel's autotuner log (<kernel>.csv)")
-    parser.add_argument("--fresh-tune", action="store_true",
-                        help="tune from scratch: neither read nor write the autotune cache (HELION_SKIP_CACHE=1), "
-                        "so that each process races a pick of its own")
+    parser.add_argument(
+        "--autotune-log",
+        default=None,
+        help="directory for each kernel's autotuner log (<kernel>.csv)",
+    )
+    parser.add_argument(
+        "--fresh-tune",
+        action="store_true",
+        help="tune from scratch: neither read nor write the autotune cache (HELION_SKIP_CACHE=1), "
+        "so that each process races a pick of its own",
+    )
     ns = parser.parse_args()
     if ns.fresh_tune:
         os.environ["HELION_SKIP_CACHE"] = "1"
@@ -130,15 +167,23 @@ def main() -> int:
     for item in ns.extra:
         name, _, text = item.partition("=")
         extras.setdefault(name, []).append(json.loads(text))
-    result: dict[str, Any] = {"device": torch.cuda.get_device_name(), "copy": copy_sizes(timers, device), "races": []}
+    result: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "copy": copy_sizes(timers, device),
+        "races": [],
+    }
     status = 0
     for name in filter(None, ns.kernels.split(",")):
         try:
-            result["races"].append(race(name, extras.get(name, []), timers, ns.rounds, device, ns.autotune_log))
+            result["races"].append(
+                race(name, extras.get(name, []), timers, ns.rounds, device, ns.autotune_log)
+            )
         except Exception as error:
             status = 1
             print(f"{name}: {type(error).__name__}: {error}", flush=True)
-            result["races"].append({"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]})
+            result["races"].append(
+                {"kernel": name, "error": f"{type(error).__name__}: {error}"[:300]}
+            )
         if ns.json:
             Path(ns.json).write_text(json.dumps(result, indent=2))
     # the size table again, after the races: the first one, made as the process starts, has

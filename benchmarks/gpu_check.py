@@ -32,11 +32,20 @@ def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object
     fields = spec.fields
     if "pid_type" in fields:
         for pid in fields["pid_type"].fragments[0].all_values():
-            configs.append((f"pid={pid}", spec.normalize({**dict(spec.default_config()), "pid_type": pid})))
+            configs.append(
+                (f"pid={pid}", spec.normalize({**dict(spec.default_config()), "pid_type": pid}))
+            )
     if "indexing" in fields and spec.length("indexing"):
         allowed = fields["indexing"].fragments[0].all_values()
         if "tensor_descriptor" in allowed:
-            configs.append(("tensor_descriptor", spec.normalize({**dict(spec.default_config()), "indexing": "tensor_descriptor"})))
+            configs.append(
+                (
+                    "tensor_descriptor",
+                    spec.normalize(
+                        {**dict(spec.default_config()), "indexing": "tensor_descriptor"}
+                    ),
+                )
+            )
     return configs
 
 
@@ -62,7 +71,12 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
         for label, config in variants:
             try:
                 run = bound.compile_config(config)
-                assert_matches(run(*clone_args(args)), expected, atol=max(case.atol, 1e-2), rtol=max(case.rtol, 1e-2))
+                assert_matches(
+                    run(*clone_args(args)),
+                    expected,
+                    atol=max(case.atol, 1e-2),
+                    rtol=max(case.rtol, 1e-2),
+                )
                 passed += 1
                 if label.startswith("seed") or label == "default":
                     ms = timer.median_ms(lambda run=run, args=args: run(*args), target_s=0.05)
@@ -72,15 +86,28 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
                 if not failed:  # the whole story of a case's first failure goes to the log
                     print(f"--- {case.name} {label}: {config}", flush=True)
                     traceback.print_exc()
-                failed.append(f"{label}: {type(error).__name__}: {str(error).splitlines()[-1][:160] if str(error) else ''}")
-        torch_ms = timer.median_ms(lambda case=case, args=args: case.reference(*args), target_s=0.05)
-        rows.append({
-            "kernel": case.name, "passed": passed, "failed": failed, "best_ms": best[0],
-            "torch_ms": torch_ms, "best_config": repr(best[1]),
-        })
+                failed.append(
+                    f"{label}: {type(error).__name__}: {str(error).splitlines()[-1][:160] if str(error) else ''}"
+                )
+        torch_ms = timer.median_ms(
+            lambda case=case, args=args: case.reference(*args), target_s=0.05
+        )
+        rows.append(
+            {
+                "kernel": case.name,
+                "passed": passed,
+                "failed": failed,
+                "best_ms": best[0],
+                "torch_ms": torch_ms,
+                "best_config": repr(best[1]),
+            }
+        )
         # a line per case as it finishes: a run cut short by a timeout still says how far it got
-        print(f"[{name}] {case.name}: {passed} passed, {len(failed)} failed, best {best[0]:.4f} ms, "
-              f"torch {torch_ms:.4f} ms", flush=True)
+        print(
+            f"[{name}] {case.name}: {passed} passed, {len(failed)} failed, best {best[0]:.4f} ms, "
+            f"torch {torch_ms:.4f} ms",
+            flush=True,
+        )
     return rows
 
 
@@ -98,12 +125,20 @@ def main() -> int:
             rows.extend(check_module(name, ns.backend, ns.random, timer))
         except Exception as error:
             traceback.print_exc()
-            rows.append({"kernel": name, "passed": 0, "failed": [f"module: {type(error).__name__}: {error}"[:300]]})
+            rows.append(
+                {
+                    "kernel": name,
+                    "passed": 0,
+                    "failed": [f"module: {type(error).__name__}: {error}"[:300]],
+                }
+            )
     print(f"\n{'kernel':20} {'pass':>5} {'fail':>5} {'best ms':>9} {'torch ms':>9} {'speedup':>8}")
     for row in rows:
         best, ref = row.get("best_ms", float("nan")), row.get("torch_ms", float("nan"))
         speed = ref / best if best and best == best and best != float("inf") else float("nan")
-        print(f"{row['kernel']:20} {row['passed']:5d} {len(row['failed']):5d} {best:9.4f} {ref:9.4f} {speed:8.2f}")
+        print(
+            f"{row['kernel']:20} {row['passed']:5d} {len(row['failed']):5d} {best:9.4f} {ref:9.4f} {speed:8.2f}"
+        )
         for failure in row["failed"][:4]:
             print(f"    {failure}")
     if ns.json:

@@ -79,14 +79,18 @@ def main() -> None:
     compiled = variant.compiled
     module = compiled.module
     name = next(n for n in vars(module) if n.startswith("_helion_"))
-    driver = types.SimpleNamespace(get_current_device=lambda: 0, get_current_stream=lambda device: 0)
+    driver = types.SimpleNamespace(
+        get_current_device=lambda: 0, get_current_stream=lambda device: 0
+    )
     original_is_cuda = torch.Tensor.is_cuda
     # generated modules are shared by every kernel of the same source (launch_overhead's
     # tiny_add too): the no-op launch must not outlive this run
     original_kernel = getattr(module, name)
     torch.Tensor.is_cuda = property(lambda self: True)  # type: ignore[method-assign, assignment]
     try:
-        direct = DirectLaunch(_FakeJit(getattr(module, name)), driver=driver, runtime_knobs=triton.knobs.runtime)
+        direct = DirectLaunch(
+            _FakeJit(getattr(module, name)), driver=driver, runtime_knobs=triton.knobs.runtime
+        )
         setattr(module, name, direct)
         compiled._swap = False
         compiled._direct = direct

@@ -81,25 +81,33 @@ def _warm_path(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
     else:
         settings = tiny_add.settings
         match = warm.__globals__.get("_match")
-        print(f"(warm path: the warm call takes (x, y): {warm((x, y), settings) is not _MISS}; "
-              f"its tensor match: {match(x, y) if match else 'none (Python tests)'})")
+        print(
+            f"(warm path: the warm call takes (x, y): {warm((x, y), settings) is not _MISS}; "
+            f"its tensor match: {match(x, y) if match else 'none (Python tests)'})"
+        )
         rows["  the warm call (x, y)"] = per_call_us(lambda: warm((x, y), settings))
         keyed = bound._active_keyed
         rows["  its keyed runner (x, y)"] = per_call_us(lambda: keyed((x, y)))
         if match:
             rows["  its tensor match (x, y)"] = per_call_us(lambda: match(x, y))
     # tiny_add's guarded launches: generated functions that the bound kernel's runners hold
-    guarded = [f for f in gc.get_objects() if type(f) is types.FunctionType
-               and f.__code__.co_filename == "<helion guarded launch>"
-               and getattr(f.__globals__.get("_mode"), "bound", None) is bound]
+    guarded = [
+        f
+        for f in gc.get_objects()
+        if type(f) is types.FunctionType
+        and f.__code__.co_filename == "<helion guarded launch>"
+        and getattr(f.__globals__.get("_mode"), "bound", None) is bound
+    ]
     out = torch.empty_like(x)
     for launch in guarded:
         match, other = launch.__globals__.get("_match"), launch.__globals__.get("_match_other")
         if match is None:
             print("(warm path: a guarded launch without a tensor match: Python tests)")
             continue
-        print(f"(warm path: a guarded launch's match of a fresh output: {match(out)}, "
-              f"its other-mode match: {other(out) if other else 'none'})")
+        print(
+            f"(warm path: a guarded launch's match of a fresh output: {match(out)}, "
+            f"its other-mode match: {other(out) if other else 'none'})"
+        )
         rows["  guarded launch's match (out)"] = per_call_us(lambda match=match: match(out))
     return rows
 
@@ -113,21 +121,25 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
     env = {"x": x, "y": y, "out": torch.empty_like(x)}
     values = tuple(env[name] for name in bound.split.device_inputs)
     name, direct = next(
-        ((n, v) for n, v in vars(compiled.module).items() if type(v).__name__ == "DirectLaunch"), (None, None)
+        ((n, v) for n, v in vars(compiled.module).items() if type(v).__name__ == "DirectLaunch"),
+        (None, None),
     )
     rows = {
         "  tiny_add.bind((x, y)) (key)": per_call_us(lambda: tiny_add.bind((x, y))),
         "  bound(x, y) (host code on)": per_call_us(lambda: bound(x, y)),
         "  compiled launcher (values)": per_call_us(lambda: compiled(*values)),
         "  its fast_call (values)": per_call_us(lambda: compiled.fast_call(*values))
-        if getattr(compiled, "fast_call", None) else float("nan"),
+        if getattr(compiled, "fast_call", None)
+        else float("nan"),
         "  torch.empty_like(x)": per_call_us(lambda: torch.empty_like(x)),
     }
     if direct is None:
         print("(no DirectLaunch in the module: the JIT path launches)")
         return rows
-    print(f"(DirectLaunch: enabled={direct.enabled}, {len(direct._entries)} entries, "
-          f"grid launchers for {list(direct._grid_launchers)})")
+    print(
+        f"(DirectLaunch: enabled={direct.enabled}, {len(direct._entries)} entries, "
+        f"grid launchers for {list(direct._grid_launchers)})"
+    )
     if not direct._entries:
         return rows
     run, function, metadata, tail, call, head = next(iter(direct._entries.values()))
@@ -150,26 +162,46 @@ def _breakdown(x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
     stream = torch.cuda.current_stream().cuda_stream
     size = len(grid)
     g = (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)
-    rows["  DirectLaunch.launch(grid, ...)"] = per_call_us(lambda: direct.launch(grid, *args, **kwargs))
+    rows["  DirectLaunch.launch(grid, ...)"] = per_call_us(
+        lambda: direct.launch(grid, *args, **kwargs)
+    )
     rows["  DirectLaunch[grid](...)"] = per_call_us(lambda: direct[grid](*args, **kwargs))
     rows["  triton compiled run alone"] = per_call_us(
         lambda: run(*g, stream, function, metadata, None, None, None, *args, *tail)
     )
     if call is not run:
-        rows["  triton's C launcher alone"] = per_call_us(lambda: call(*g, stream, function, *head, *args, *tail))
+        rows["  triton's C launcher alone"] = per_call_us(
+            lambda: call(*g, stream, function, *head, *args, *tail)
+        )
         # what the grid launchers pass: addresses, not tensors (no data_ptr call, no driver query)
         addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
         rows["  C launcher, tensor addresses"] = per_call_us(
             lambda: call(*g, stream, function, *head, *addresses, *tail)
         )
         rows.update(_static_launcher_rows(direct, grid, g, args, kwargs, env, stream))
-    print(f"(after the breakdown: enabled={direct.enabled}, grid launchers for {list(direct._grid_launchers)})")
+    print(
+        f"(after the breakdown: enabled={direct.enabled}, grid launchers for {list(direct._grid_launchers)})"
+    )
     return rows
 
 
 # Triton signature type -> torch._C._StaticCudaLauncher's one-letter argument code
-_STATIC_CODES = {"i1": "i", "i8": "b", "i16": "h", "i32": "i", "i64": "l", "u1": "I", "u8": "B", "u16": "H",
-                 "u32": "I", "u64": "K", "fp16": "f", "bf16": "f", "fp32": "f", "fp64": "d"}
+_STATIC_CODES = {
+    "i1": "i",
+    "i8": "b",
+    "i16": "h",
+    "i32": "i",
+    "i64": "l",
+    "u1": "I",
+    "u8": "B",
+    "u16": "H",
+    "u32": "I",
+    "u64": "K",
+    "fp16": "f",
+    "bf16": "f",
+    "fp32": "f",
+    "fp64": "d",
+}
 
 
 def _static_launcher_rows(direct, grid, g, args, kwargs, env, stream) -> dict[str, float]:
@@ -183,7 +215,9 @@ def _static_launcher_rows(direct, grid, g, args, kwargs, env, stream) -> dict[st
     try:
         kernel = direct.jit_function[grid](*args, **kwargs)  # the CompiledKernel of these args
         names = list(direct.jit_function.arg_names)
-        signature = {(names[k] if isinstance(k, int) else k): v for k, v in kernel.src.signature.items()}
+        signature = {
+            (names[k] if isinstance(k, int) else k): v for k, v in kernel.src.signature.items()
+        }
         given = dict(zip(names, args, strict=False))
         given.update(kwargs)
         codes, passed = "", []
@@ -235,7 +269,11 @@ def main() -> int:
     def raw_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
-        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+        tl.store(
+            out_ptr + offs,
+            tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+            mask=mask,
+        )
 
     @triton.jit
     def empty_kernel(x_ptr):
@@ -278,7 +316,10 @@ def main() -> int:
     print(f"{'call':32} {'host us/call':>12}")
     for name, us in rows.items():
         print(f"{name:32} {us:12.2f}", flush=True)
-    for name, us in {**_warm_path(x, y), **_breakdown(x, y)}.items():  # after the totals: a failure keeps them
+    for name, us in {
+        **_warm_path(x, y),
+        **_breakdown(x, y),
+    }.items():  # after the totals: a failure keeps them
         print(f"{name:32} {us:12.2f}", flush=True)
     return 0
 

@@ -71,12 +71,18 @@ def read_log(path: Path) -> dict[str, Any]:
             elif row["status"] not in ("skipped", "rebenchmark failed"):
                 failures.append(f"{row['index']} {row['status']}: {row['reason'][:160]}")
     ranked = sorted(first, key=first.get)
-    return {"first": first, "again": again, "rank": {k: i + 1 for i, k in enumerate(ranked)},
-            "failed": len(failures), "failures": failures}
+    return {
+        "first": first,
+        "again": again,
+        "rank": {k: i + 1 for i, k in enumerate(ranked)},
+        "failed": len(failures),
+        "failures": failures,
+    }
 
 
-def candidate_set(picks: list[Any], seeds: list[Any], logs: list[dict[str, Any]], extras: list[Any]
-                  ) -> tuple[dict[str, Any], dict[str, str]]:
+def candidate_set(
+    picks: list[Any], seeds: list[Any], logs: list[dict[str, Any]], extras: list[Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The configs to race, by `config_text`, and a label each: the runs' picks (``pick<run>``),
     the default and the seeds (``default``, ``seed<n>``), every config a run re-benchmarked
     (``r<run>.<n>``) and the ``--extra`` ones (``extra<n>``); a config with several roles gets
@@ -86,7 +92,9 @@ def candidate_set(picks: list[Any], seeds: list[Any], logs: list[dict[str, Any]]
 
     def add(config: Any, label: str) -> None:
         key = config_text(config)
-        candidates.setdefault(key, config if not isinstance(config, str) else helion.Config(**json.loads(config)))
+        candidates.setdefault(
+            key, config if not isinstance(config, str) else helion.Config(**json.loads(config))
+        )
         labels[key] = f"{labels[key]}+{label}" if key in labels else label
 
     for index, config in enumerate(picks):
@@ -102,19 +110,35 @@ def candidate_set(picks: list[Any], seeds: list[Any], logs: list[dict[str, Any]]
     return candidates, labels
 
 
-def tuner_vs_final(log: dict[str, Any], final: dict[str, float], labels: dict[str, str]) -> list[dict[str, Any]]:
+def tuner_vs_final(
+    log: dict[str, Any], final: dict[str, float], labels: dict[str, str]
+) -> list[dict[str, Any]]:
     """Each config one run re-benchmarked, fastest first by the search's own re-benchmark, with
     the benchmarks' final time beside it and each one's rank by either."""
     timed = [key for key in log["again"] if key in final]
     by_tuner = sorted(timed, key=log["again"].get)
     by_final = sorted(timed, key=final.get)
-    return [{"config": labels[key], "tuner_ms": log["again"][key], "final_ms": round(final[key], 5),
-             "tuner_rank": by_tuner.index(key) + 1, "final_rank": by_final.index(key) + 1}
-            for key in by_tuner]
+    return [
+        {
+            "config": labels[key],
+            "tuner_ms": log["again"][key],
+            "final_ms": round(final[key], 5),
+            "tuner_rank": by_tuner.index(key) + 1,
+            "final_rank": by_final.index(key) + 1,
+        }
+        for key in by_tuner
+    ]
 
 
-def final_times(candidates: dict[str, Any], args: tuple, bound: Any, expected: Any, bench: Any,
-                timer: Timer, rounds: int) -> dict[str, float]:
+def final_times(
+    candidates: dict[str, Any],
+    args: tuple,
+    bound: Any,
+    expected: Any,
+    bench: Any,
+    timer: Timer,
+    rounds: int,
+) -> dict[str, float]:
     """Median over interleaved rounds of each config's queued median (order rotated per round)."""
     runs: dict[str, Any] = {}
     for key, config in candidates.items():
@@ -130,7 +154,9 @@ def final_times(candidates: dict[str, Any], args: tuple, bound: Any, expected: A
         shift = index % max(len(order), 1)
         for key in order[shift:] + order[:shift]:
             run = runs[key]
-            samples[key].append(timer.median_ms(lambda run=run: run(*args), target_s=0.05, queued=True))
+            samples[key].append(
+                timer.median_ms(lambda run=run: run(*args), target_s=0.05, queued=True)
+            )
     return {key: statistics.median(values) for key, values in samples.items()}
 
 
@@ -153,8 +179,14 @@ def study(name: str, options: argparse.Namespace, timer: Timer, copy: float, out
         config = bound.autotune(args, force=True)
         seconds = time.perf_counter() - started
         picks.append(config)
-        runs.append({"seconds": round(seconds, 1), "pick": config, "seed": bound.settings.autotune_random_seed,
-                     "log": read_log(Path(f"{log}.csv"))})
+        runs.append(
+            {
+                "seconds": round(seconds, 1),
+                "pick": config,
+                "seed": bound.settings.autotune_random_seed,
+                "log": read_log(Path(f"{log}.csv")),
+            }
+        )
         print(f"   run {index}: {seconds:.1f} s, pick {config!r}", flush=True)
     seeds = [bound.config_spec.default_config(), *bound.seed_configs()]
     extras = [helion.Config(**json.loads(text)) for text in options.extra]
@@ -169,28 +201,36 @@ def study(name: str, options: argparse.Namespace, timer: Timer, copy: float, out
     for index, run in enumerate(runs):
         pick = config_text(run["pick"])
         log = run["log"]
-        rows.append({
-            "run": index,
-            "tuner_vs_final": tuner_vs_final(log, final, labels),
-            "rng_seed": run["seed"],
-            "seconds": run["seconds"],
-            "pick": labels[pick],
-            "pick_tbs": round(rate(final[pick]), 3) if pick in final else None,
-            "pick_first_pass_ms": log["first"].get(pick),
-            "pick_final_ms": final.get(pick),
-            "fastest": labels[fastest],
-            "fastest_tbs": round(rate(final[fastest]), 3),
-            "fastest_first_pass_ms": log["first"].get(fastest),
-            "fastest_rank": log["rank"].get(fastest),
-            "fastest_rebenchmarked_ms": log["again"].get(fastest),
-            "rebenchmarked": len(log["again"]),
-            "measured": len(log["first"]),
-            "failed": log["failed"],
-            "failures": log["failures"],
-        })
-    configs = {labels[k]: {"config": repr(candidates[k]), "final_ms": round(final[k], 5),
-                           "tbs": round(rate(final[k]), 3), "of_copy": round(rate(final[k]) / copy, 3)}
-               for k in final}
+        rows.append(
+            {
+                "run": index,
+                "tuner_vs_final": tuner_vs_final(log, final, labels),
+                "rng_seed": run["seed"],
+                "seconds": run["seconds"],
+                "pick": labels[pick],
+                "pick_tbs": round(rate(final[pick]), 3) if pick in final else None,
+                "pick_first_pass_ms": log["first"].get(pick),
+                "pick_final_ms": final.get(pick),
+                "fastest": labels[fastest],
+                "fastest_tbs": round(rate(final[fastest]), 3),
+                "fastest_first_pass_ms": log["first"].get(fastest),
+                "fastest_rank": log["rank"].get(fastest),
+                "fastest_rebenchmarked_ms": log["again"].get(fastest),
+                "rebenchmarked": len(log["again"]),
+                "measured": len(log["first"]),
+                "failed": log["failed"],
+                "failures": log["failures"],
+            }
+        )
+    configs = {
+        labels[k]: {
+            "config": repr(candidates[k]),
+            "final_ms": round(final[k], 5),
+            "tbs": round(rate(final[k]), 3),
+            "of_copy": round(rate(final[k]) / copy, 3),
+        }
+        for k in final
+    }
     return {"kernel": name, "copy_tbs": copy, "runs": rows, "configs": configs}
 
 
@@ -198,39 +238,60 @@ def print_study(result: dict) -> None:
     copy = result["copy_tbs"]
     print(f"== {result['kernel']}")
     for label, entry in sorted(result["configs"].items(), key=lambda item: item[1]["final_ms"]):
-        print(f"   {label:18} {entry['final_ms']:8.4f} ms {entry['tbs']:6.3f} TB/s {entry['of_copy']:6.1%}  {entry['config']}")
-    print(f"   {'run':>3} {'pick':>8} {'TB/s':>6} {'%copy':>6} {'1st ms':>8} {'fin ms':>8} | "
-          f"{'fastest':>8} {'1st ms':>8} {'rank':>4} {'reb ms':>8} | {'meas':>4} {'reb':>3} {'fail':>4}")
+        print(
+            f"   {label:18} {entry['final_ms']:8.4f} ms {entry['tbs']:6.3f} TB/s {entry['of_copy']:6.1%}  {entry['config']}"
+        )
+    print(
+        f"   {'run':>3} {'pick':>8} {'TB/s':>6} {'%copy':>6} {'1st ms':>8} {'fin ms':>8} | "
+        f"{'fastest':>8} {'1st ms':>8} {'rank':>4} {'reb ms':>8} | {'meas':>4} {'reb':>3} {'fail':>4}"
+    )
     for row in result["runs"]:
+
         def ms(value: float | None) -> str:
             return f"{value:8.4f}" if value is not None else f"{'-':>8}"
 
         share = f"{row['pick_tbs'] / copy:6.1%}" if row["pick_tbs"] else f"{'-':>6}"
-        print(f"   {row['run']:>3} {row['pick']:>8} {row['pick_tbs'] or 0:6.3f} {share} {ms(row['pick_first_pass_ms'])} "
-              f"{ms(row['pick_final_ms'])} | {row['fastest']:>8} {ms(row['fastest_first_pass_ms'])} "
-              f"{row['fastest_rank'] or '-':>4} {ms(row['fastest_rebenchmarked_ms'])} | "
-              f"{row['measured']:>4} {row['rebenchmarked']:>3} {row['failed']:>4}", flush=True)
-    for row in result["runs"]:  # does the benchmarks' order of what the search re-timed match its own?
+        print(
+            f"   {row['run']:>3} {row['pick']:>8} {row['pick_tbs'] or 0:6.3f} {share} {ms(row['pick_first_pass_ms'])} "
+            f"{ms(row['pick_final_ms'])} | {row['fastest']:>8} {ms(row['fastest_first_pass_ms'])} "
+            f"{row['fastest_rank'] or '-':>4} {ms(row['fastest_rebenchmarked_ms'])} | "
+            f"{row['measured']:>4} {row['rebenchmarked']:>3} {row['failed']:>4}",
+            flush=True,
+        )
+    for row in result[
+        "runs"
+    ]:  # does the benchmarks' order of what the search re-timed match its own?
         print(f"   run {row['run']}: tuner vs final, the search's re-benchmark order")
         for entry in row["tuner_vs_final"]:
             flag = "" if entry["tuner_rank"] == entry["final_rank"] else "  <- order differs"
-            print(f"      {entry['config']:>18} tuner {entry['tuner_ms']:8.4f} ms #{entry['tuner_rank']}  "
-                  f"final {entry['final_ms']:8.4f} ms #{entry['final_rank']}{flag}", flush=True)
+            print(
+                f"      {entry['config']:>18} tuner {entry['tuner_ms']:8.4f} ms #{entry['tuner_rank']}  "
+                f"final {entry['final_ms']:8.4f} ms #{entry['final_rank']}{flag}",
+                flush=True,
+            )
     for row in result["runs"]:  # why candidates failed: a failed seed never competes
         for failure in row["failures"][:4]:
             print(f"   run {row['run']} failed: {failure}", flush=True)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kernels", default="add,swiglu,geglu,rope")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--effort", default="quick")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=None, help="directory of the searches' CSV logs (default: a temp dir)")
+    parser.add_argument(
+        "--out", default=None, help="directory of the searches' CSV logs (default: a temp dir)"
+    )
     parser.add_argument("--json", default=None)
-    parser.add_argument("--extra", action="append", default=[],
-                        help="JSON of a config to race beside the picks and seeds (every kernel)")
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        help="JSON of a config to race beside the picks and seeds (every kernel)",
+    )
     options = parser.parse_args()
     if not torch.cuda.is_available():
         print("pick_stability.py needs a CUDA device", file=sys.stderr)

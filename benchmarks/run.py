@@ -73,7 +73,9 @@ def _pair(device: torch.device, rows: int, cols: int) -> tuple:
 
 def _attention_args(device: torch.device) -> tuple:
     # B x H x S x D = 4 x 32 x 4096 x 128: 4-D, so SDPA can take its flash kernel
-    return tuple(torch.randn(4, 32, 4096, 128, device=device, dtype=torch.bfloat16) for _ in range(3))
+    return tuple(
+        torch.randn(4, 32, 4096, 128, device=device, dtype=torch.bfloat16) for _ in range(3)
+    )
 
 
 def _attention_flops(args: tuple, causal: bool) -> float:
@@ -94,14 +96,23 @@ def _fp8_args(device: torch.device, n: int = 4096) -> tuple:
     finfo = torch.finfo(torch.float8_e4m3fn)
     a = (torch.randn(n, n, device=device) * 0.5).clamp(finfo.min, finfo.max).to(torch.float8_e4m3fn)
     # b column-major: the layout torch._scaled_mm requires; the helion kernel reads it by strides
-    b = (torch.randn(n, n, device=device) * 0.5).clamp(finfo.min, finfo.max).to(torch.float8_e4m3fn).t()
+    b = (
+        (torch.randn(n, n, device=device) * 0.5)
+        .clamp(finfo.min, finfo.max)
+        .to(torch.float8_e4m3fn)
+        .t()
+    )
     scale_a = torch.tensor(0.02, device=device)
     scale_b = torch.tensor(0.03, device=device)
     return a, b, scale_a, scale_b
 
 
-def _fp8_reference(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
-    return (torch.matmul(a.to(torch.bfloat16), b.to(torch.bfloat16)).float() * (scale_a * scale_b)).to(torch.bfloat16)
+def _fp8_reference(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
+) -> torch.Tensor:
+    return (
+        torch.matmul(a.to(torch.bfloat16), b.to(torch.bfloat16)).float() * (scale_a * scale_b)
+    ).to(torch.bfloat16)
 
 
 def _rope_args(device: torch.device) -> tuple:
@@ -114,100 +125,180 @@ def _rope_args(device: torch.device) -> tuple:
     return q, k, angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
 
 
-def _rope_reference(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:
+def _rope_reference(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple:
     def rotate(x: torch.Tensor) -> torch.Tensor:
         lo, hi = x.float().chunk(2, dim=-1)
         rotated = torch.cat((-hi, lo), dim=-1)
-        return (x.float() * cos.float()[None, :, None, :] + rotated * sin.float()[None, :, None, :]).to(x.dtype)
+        return (
+            x.float() * cos.float()[None, :, None, :] + rotated * sin.float()[None, :, None, :]
+        ).to(x.dtype)
 
     return rotate(q), rotate(k)
 
 
 BENCHES: dict[str, Bench] = {
     "add": Bench(
-        "add", "add",
-        lambda d: (torch.randn(8192, 8192, device=d, dtype=torch.bfloat16), torch.randn(8192, 8192, device=d, dtype=torch.bfloat16)),
-        lambda x, y: x + y, "memory", lambda a: 3 * _bytes(a[0]),
+        "add",
+        "add",
+        lambda d: (
+            torch.randn(8192, 8192, device=d, dtype=torch.bfloat16),
+            torch.randn(8192, 8192, device=d, dtype=torch.bfloat16),
+        ),
+        lambda x, y: x + y,
+        "memory",
+        lambda a: 3 * _bytes(a[0]),
     ),
     "softmax": Bench(
-        "softmax", "softmax",
+        "softmax",
+        "softmax",
         lambda d: (torch.randn(8192, 8192, device=d, dtype=torch.bfloat16),),
-        lambda x: torch.softmax(x, dim=1), "memory", lambda a: 2 * _bytes(a[0]),
+        lambda x: torch.softmax(x, dim=1),
+        "memory",
+        lambda a: 2 * _bytes(a[0]),
     ),
     "rms_norm": Bench(
-        "rms_norm", "rms_norm",
-        lambda d: _norm_args(d), _rms_ref, "memory", lambda a: 2 * _bytes(a[0]) + _bytes(a[1]),
+        "rms_norm",
+        "rms_norm",
+        lambda d: _norm_args(d),
+        _rms_ref,
+        "memory",
+        lambda a: 2 * _bytes(a[0]) + _bytes(a[1]),
     ),
     "layer_norm": Bench(
-        "layer_norm", "layer_norm",
+        "layer_norm",
+        "layer_norm",
         lambda d: (*_norm_args(d), torch.randn(8192, device=d, dtype=torch.bfloat16)),
         lambda x, w, b: torch.nn.functional.layer_norm(x, (x.size(-1),), w, b),
-        "memory", lambda a: 2 * _bytes(a[0]),
+        "memory",
+        lambda a: 2 * _bytes(a[0]),
     ),
     "cross_entropy": Bench(
-        "cross_entropy", "cross_entropy",
-        lambda d: (torch.randn(8192, 128256, device=d, dtype=torch.bfloat16), torch.randint(0, 128256, (8192,), device=d)),
+        "cross_entropy",
+        "cross_entropy",
+        lambda d: (
+            torch.randn(8192, 128256, device=d, dtype=torch.bfloat16),
+            torch.randint(0, 128256, (8192,), device=d),
+        ),
         lambda logits, labels: torch.nn.functional.cross_entropy(logits.float(), labels),
-        "memory", lambda a: _bytes(a[0]),
+        "memory",
+        lambda a: _bytes(a[0]),
     ),
     "matmul": Bench(
-        "matmul", "matmul",
-        lambda d: (torch.randn(4096, 4096, device=d, dtype=torch.bfloat16), torch.randn(4096, 4096, device=d, dtype=torch.bfloat16)),
-        torch.matmul, "compute", lambda a: 2 * a[0].size(0) * a[0].size(1) * a[1].size(1),
+        "matmul",
+        "matmul",
+        lambda d: (
+            torch.randn(4096, 4096, device=d, dtype=torch.bfloat16),
+            torch.randn(4096, 4096, device=d, dtype=torch.bfloat16),
+        ),
+        torch.matmul,
+        "compute",
+        lambda a: 2 * a[0].size(0) * a[0].size(1) * a[1].size(1),
         vendor=("cuBLAS", torch.matmul),
     ),
     "matmul_8192": Bench(
-        "matmul", "matmul",
-        lambda d: (torch.randn(8192, 8192, device=d, dtype=torch.bfloat16), torch.randn(8192, 8192, device=d, dtype=torch.bfloat16)),
-        torch.matmul, "compute", lambda a: 2 * a[0].size(0) * a[0].size(1) * a[1].size(1),
+        "matmul",
+        "matmul",
+        lambda d: (
+            torch.randn(8192, 8192, device=d, dtype=torch.bfloat16),
+            torch.randn(8192, 8192, device=d, dtype=torch.bfloat16),
+        ),
+        torch.matmul,
+        "compute",
+        lambda a: 2 * a[0].size(0) * a[0].size(1) * a[1].size(1),
         vendor=("cuBLAS", torch.matmul),
     ),
     "attention": Bench(
-        "attention", "attention",
-        lambda d: _attention_args(d), lambda q, k, v: _sdpa(q, k, v, False), "compute",
-        lambda a: _attention_flops(a, causal=False), vendor=("SDPA flash", lambda q, k, v: _sdpa(q, k, v, False)),
+        "attention",
+        "attention",
+        lambda d: _attention_args(d),
+        lambda q, k, v: _sdpa(q, k, v, False),
+        "compute",
+        lambda a: _attention_flops(a, causal=False),
+        vendor=("SDPA flash", lambda q, k, v: _sdpa(q, k, v, False)),
     ),
     "attention_causal": Bench(
-        "attention", "attention_causal",
-        lambda d: _attention_args(d), lambda q, k, v: _sdpa(q, k, v, True), "compute",
-        lambda a: _attention_flops(a, causal=True), vendor=("SDPA flash", lambda q, k, v: _sdpa(q, k, v, True)),
+        "attention",
+        "attention_causal",
+        lambda d: _attention_args(d),
+        lambda q, k, v: _sdpa(q, k, v, True),
+        "compute",
+        lambda a: _attention_flops(a, causal=True),
+        vendor=("SDPA flash", lambda q, k, v: _sdpa(q, k, v, True)),
     ),
     "fp8_matmul": Bench(
-        "fp8_gemm", "fp8_gemm",
-        lambda d: _fp8_args(d), _fp8_reference, "compute",
+        "fp8_gemm",
+        "fp8_gemm",
+        lambda d: _fp8_args(d),
+        _fp8_reference,
+        "compute",
         lambda a: 2 * a[0].size(0) * a[0].size(1) * a[1].size(1),
-        vendor=("torch._scaled_mm", lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)),
-        atol=5e-1, rtol=5e-2,
+        vendor=(
+            "torch._scaled_mm",
+            lambda a, b, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16),
+        ),
+        atol=5e-1,
+        rtol=5e-2,
     ),
     "embedding": Bench(
-        "embedding", "embedding",
-        lambda d: (torch.randint(0, 128256, (8192,), device=d), torch.randn(128256, 4096, device=d, dtype=torch.bfloat16)),
-        torch.nn.functional.embedding, "memory", lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
+        "embedding",
+        "embedding",
+        lambda d: (
+            torch.randint(0, 128256, (8192,), device=d),
+            torch.randn(128256, 4096, device=d, dtype=torch.bfloat16),
+        ),
+        torch.nn.functional.embedding,
+        "memory",
+        lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
     ),
     "embedding_32k": Bench(  # a training step's tokens (8 x 4096)
-        "embedding", "embedding",
-        lambda d: (torch.randint(0, 128256, (32768,), device=d), torch.randn(128256, 4096, device=d, dtype=torch.bfloat16)),
-        torch.nn.functional.embedding, "memory", lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
+        "embedding",
+        "embedding",
+        lambda d: (
+            torch.randint(0, 128256, (32768,), device=d),
+            torch.randn(128256, 4096, device=d, dtype=torch.bfloat16),
+        ),
+        torch.nn.functional.embedding,
+        "memory",
+        lambda a: 2 * a[0].numel() * a[1].size(1) * a[1].element_size(),
     ),
     "swiglu": Bench(
-        "swiglu", "swiglu",
+        "swiglu",
+        "swiglu",
         lambda d: _pair(d, 8192, 14336),
-        lambda a, b: (torch.nn.functional.silu(a.float()) * b.float()).to(a.dtype), "memory", lambda a: 3 * _bytes(a[0]),
+        lambda a, b: (torch.nn.functional.silu(a.float()) * b.float()).to(a.dtype),
+        "memory",
+        lambda a: 3 * _bytes(a[0]),
     ),
     "geglu": Bench(
-        "geglu", "geglu",
+        "geglu",
+        "geglu",
         lambda d: _pair(d, 8192, 14336),
-        lambda a, b: (torch.nn.functional.gelu(a.float(), approximate="tanh") * b.float()).to(a.dtype),
-        "memory", lambda a: 3 * _bytes(a[0]),
+        lambda a, b: (torch.nn.functional.gelu(a.float(), approximate="tanh") * b.float()).to(
+            a.dtype
+        ),
+        "memory",
+        lambda a: 3 * _bytes(a[0]),
     ),
     "rope": Bench(
-        "rope", "rope",
-        lambda d: _rope_args(d), _rope_reference, "memory", lambda a: 2 * _bytes(a[0], a[1]) + _bytes(a[2], a[3]),
+        "rope",
+        "rope",
+        lambda d: _rope_args(d),
+        _rope_reference,
+        "memory",
+        lambda a: 2 * _bytes(a[0], a[1]) + _bytes(a[2], a[3]),
     ),
 }
 
+
 def _tune(
-    kernel: Any, args: tuple, backend: str | None, effort: str, log_dir: str | None = None, name: str = ""
+    kernel: Any,
+    args: tuple,
+    backend: str | None,
+    effort: str,
+    log_dir: str | None = None,
+    name: str = "",
 ) -> tuple[Callable[..., Any], Any, float]:
     if backend:
         kernel.settings.backend = backend
@@ -231,7 +322,9 @@ def _check(actual: Any, expected: Any, bench: Bench) -> None:
     torch.testing.assert_close(actual.float(), expected.float(), atol=bench.atol, rtol=bench.rtol)
 
 
-def run_sweep(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, rooflines: dict[str, float]) -> dict:
+def run_sweep(
+    name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, rooflines: dict[str, float]
+) -> dict:
     """Tune once with static_shapes=False at the largest row count, then time that one config
     at every row count of SWEEP_ROWS (no re-tuning), against the same config compiled with
     static shapes for each size."""
@@ -244,8 +337,16 @@ def run_sweep(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace
         return tuple(t[:rows].contiguous() if t.dim() == 2 else t for t in full)
 
     kernel.settings.static_shapes = False
-    dynamic_run, config, tune_s = _tune(kernel, args_for(SWEEP_ROWS[-1]), args_ns.backend, args_ns.effort)
-    row: dict[str, Any] = {"kernel": name, "sweep": [], "config": repr(config), "tune_s": round(tune_s, 1), "cols": cols}
+    dynamic_run, config, tune_s = _tune(
+        kernel, args_for(SWEEP_ROWS[-1]), args_ns.backend, args_ns.effort
+    )
+    row: dict[str, Any] = {
+        "kernel": name,
+        "sweep": [],
+        "config": repr(config),
+        "tune_s": round(tune_s, 1),
+        "cols": cols,
+    }
     bound_dynamic = kernel.bind(args_for(SWEEP_ROWS[-1]))
     for rows in SWEEP_ROWS:
         args = args_for(rows)
@@ -261,16 +362,20 @@ def run_sweep(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace
         dynamic_ms = timer.median_ms(lambda run=dynamic_run, args=args: run(*args))
         static_ms = timer.median_ms(lambda run=static_run, args=args: run(*args))
         torch_ms = timer.median_ms(lambda args=args: bench.reference(*args))
-        row["sweep"].append({
-            "rows": rows,
-            "same_bound_kernel": dynamic_bound is bound_dynamic,
-            "dynamic_ms": round(dynamic_ms, 4),
-            "static_ms": round(static_ms, 4),
-            "torch_ms": round(torch_ms, 4),
-            "dynamic_TB/s": round(work / (dynamic_ms * 1e-3) / 1e12, 3),
-            "dynamic_of_copy": round(work / (dynamic_ms * 1e-3) / 1e12 / rooflines["copy_tbs"], 3),
-            "dynamic_vs_static": round(dynamic_ms / static_ms, 3),
-        })
+        row["sweep"].append(
+            {
+                "rows": rows,
+                "same_bound_kernel": dynamic_bound is bound_dynamic,
+                "dynamic_ms": round(dynamic_ms, 4),
+                "static_ms": round(static_ms, 4),
+                "torch_ms": round(torch_ms, 4),
+                "dynamic_TB/s": round(work / (dynamic_ms * 1e-3) / 1e12, 3),
+                "dynamic_of_copy": round(
+                    work / (dynamic_ms * 1e-3) / 1e12 / rooflines["copy_tbs"], 3
+                ),
+                "dynamic_vs_static": round(dynamic_ms / static_ms, 3),
+            }
+        )
     kernel.settings.static_shapes = True
     kernel.reset()
     return row
@@ -280,8 +385,12 @@ def _print_sweep(row: dict) -> None:
     if "error" in row:
         print(f"{row['kernel']:16} ERROR {row['error']}", flush=True)
         return
-    print(f"{row['kernel']} (static_shapes=False, one config tuned in {row['tune_s']} s: {row['config']})")
-    print(f"  {'rows':>6} {'dynamic ms':>11} {'static ms':>10} {'torch ms':>9} {'TB/s':>7} {'of copy':>8} {'dyn/static':>10}")
+    print(
+        f"{row['kernel']} (static_shapes=False, one config tuned in {row['tune_s']} s: {row['config']})"
+    )
+    print(
+        f"  {'rows':>6} {'dynamic ms':>11} {'static ms':>10} {'torch ms':>9} {'TB/s':>7} {'of copy':>8} {'dyn/static':>10}"
+    )
     for point in row["sweep"]:
         print(
             f"  {point['rows']:>6} {point['dynamic_ms']:11.4f} {point['static_ms']:10.4f} {point['torch_ms']:9.4f}"
@@ -290,18 +399,23 @@ def _print_sweep(row: dict) -> None:
         )
 
 
-def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, rooflines: dict[str, float]) -> dict:
+def run_one(
+    name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, rooflines: dict[str, float]
+) -> dict:
     device = timer.device
     module = importlib.import_module(bench.module)
     kernel = getattr(module, bench.kernel)
     args = bench.make_args(device)
     row: dict[str, Any] = {"kernel": name}
     expected = bench.reference(*args)
-    run, config, tune_s = _tune(kernel, args, args_ns.backend, args_ns.effort, args_ns.autotune_log, name)
+    run, config, tune_s = _tune(
+        kernel, args, args_ns.backend, args_ns.effort, args_ns.autotune_log, name
+    )
     actual = run(*args)
     _check(actual, expected, bench)
     row["config"] = repr(config)
     row["tune_s"] = round(tune_s, 1)
+
     # each implementation timed both ways (_timing.Timer.median_ms): synced and queued samples
     def both(fn: Callable[[], Any]) -> tuple[float, float]:
         return timer.median_ms(fn), timer.median_ms(fn, queued=True)
@@ -323,8 +437,11 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
     for key, (ms, queued_ms) in timings.items():
         rate, queued_rate = work / (ms * 1e-3) / scale, work / (queued_ms * 1e-3) / scale
         row[key] = {
-            "ms": round(ms, 4), unit: round(rate, 3), "of_roofline": round(rate / rooflines[roof_key], 3),
-            "queued_ms": round(queued_ms, 4), f"queued_{unit}": round(queued_rate, 3),
+            "ms": round(ms, 4),
+            unit: round(rate, 3),
+            "of_roofline": round(rate / rooflines[roof_key], 3),
+            "queued_ms": round(queued_ms, 4),
+            f"queued_{unit}": round(queued_rate, 3),
             "queued_of_roofline": round(queued_rate / rooflines[f"{roof_key}_queued"], 3),
         }
     row["unit"] = unit
@@ -334,27 +451,40 @@ def run_one(name: str, bench: Bench, timer: Timer, args_ns: argparse.Namespace, 
         try:
             nbytes = max(int(work) // 2, 1 << 20)
             row["copy_same_bytes_tbs"] = round(copy_bandwidth_tbs(timer, nbytes=nbytes), 3)
-            row["copy_same_bytes_tbs_queued"] = round(copy_bandwidth_tbs(timer, nbytes=nbytes, queued=True), 3)
+            row["copy_same_bytes_tbs_queued"] = round(
+                copy_bandwidth_tbs(timer, nbytes=nbytes, queued=True), 3
+            )
         except Exception as error:  # reported with the row
             row["copy_same_bytes_error"] = f"{type(error).__name__}: {error}"[:200]
     return row
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kernels", default=",".join(BENCHES), help="comma-separated; '' for none")
-    parser.add_argument("--backend", default=None, help="helion backend (default: the installed default)")
+    parser.add_argument(
+        "--backend", default=None, help="helion backend (default: the installed default)"
+    )
     parser.add_argument("--effort", default="quick", choices=["none", "quick", "full"])
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None)
-    parser.add_argument("--skip-compile", action="store_true", help="skip the torch.compile baseline")
-    parser.add_argument("--autotune-log", default=None, help="directory for each row's autotuner log (<kernel>.csv)")
     parser.add_argument(
-        "--flush", default="write", choices=FLUSH_MODES,
+        "--skip-compile", action="store_true", help="skip the torch.compile baseline"
+    )
+    parser.add_argument(
+        "--autotune-log", default=None, help="directory for each row's autotuner log (<kernel>.csv)"
+    )
+    parser.add_argument(
+        "--flush",
+        default="write",
+        choices=FLUSH_MODES,
         help="how the L2 is emptied before each sample (see _timing.Timer): write (as do_bench) or read",
     )
     parser.add_argument(
-        "--sweep", default=None,
+        "--sweep",
+        default=None,
         help=f"comma-separated kernels of {SWEEPABLE} to time over {len(SWEEP_ROWS)} row counts with static_shapes=False",
     )
     ns = parser.parse_args()
@@ -363,8 +493,10 @@ def main() -> int:
         return 2
     timer = Timer(torch.device("cuda"), flush=ns.flush)
     rooflines = {
-        "copy_tbs": copy_bandwidth_tbs(timer), "copy_tbs_queued": copy_bandwidth_tbs(timer, queued=True),
-        "cublas_tflops": cublas_peak_tflops(timer), "cublas_tflops_queued": cublas_peak_tflops(timer, queued=True),
+        "copy_tbs": copy_bandwidth_tbs(timer),
+        "copy_tbs_queued": copy_bandwidth_tbs(timer, queued=True),
+        "cublas_tflops": cublas_peak_tflops(timer),
+        "cublas_tflops_queued": cublas_peak_tflops(timer, queued=True),
     }
     print(
         f"device {torch.cuda.get_device_name()}: copy {rooflines['copy_tbs']:.2f} TB/s "
@@ -372,9 +504,20 @@ def main() -> int:
         f"TFLOP/s ({rooflines['cublas_tflops_queued']:.0f} queued)"
     )
     rows = []
-    result = {"rooflines": rooflines, "rows": rows, "device": torch.cuda.get_device_name(), "flush": ns.flush}
-    print(f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}   queued: {'ms':>9} {'rate':>8} {'roofline':>9}", flush=True)
-    def measure(name: str, into: list, run: Callable[..., dict], show: Callable[[dict], None]) -> None:
+    result = {
+        "rooflines": rooflines,
+        "rows": rows,
+        "device": torch.cuda.get_device_name(),
+        "flush": ns.flush,
+    }
+    print(
+        f"\n{'kernel':16} {'impl':14} {'ms':>9} {'rate':>10} {'roofline':>9}   queued: {'ms':>9} {'rate':>8} {'roofline':>9}",
+        flush=True,
+    )
+
+    def measure(
+        name: str, into: list, run: Callable[..., dict], show: Callable[[dict], None]
+    ) -> None:
         try:
             into.append(run(name, BENCHES[name], timer, ns, rooflines))
         except Exception as error:
@@ -430,7 +573,9 @@ def _plot(rows: list[dict], path: str) -> None:
     # the queued timing: device time of back-to-back calls; the synced one also counts a
     # baseline's host time beyond the L2 flush (torch.compile's wrapper), see _timing.Timer
     good = [r for r in rows if "error" not in r]
-    impls = sorted({k for r in good for k, v in r.items() if isinstance(v, dict) and "queued_of_roofline" in v})
+    impls = sorted(
+        {k for r in good for k, v in r.items() if isinstance(v, dict) and "queued_of_roofline" in v}
+    )
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(good)), 4))
     width = 0.8 / max(len(impls), 1)
     for i, impl in enumerate(impls):

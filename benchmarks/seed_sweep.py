@@ -49,8 +49,15 @@ def variants(
 
 
 def sweep(
-    name: str, timer: Timer, copy: float, warps: list[int], policies: list[str], stages: list[int], n_random: int,
-    extra: list[dict] = (), verbose: bool = False,
+    name: str,
+    timer: Timer,
+    copy: float,
+    warps: list[int],
+    policies: list[str],
+    stages: list[int],
+    n_random: int,
+    extra: list[dict] = (),
+    verbose: bool = False,
 ) -> list[tuple]:
     bench = BENCHES[name]
     kernel = getattr(importlib.import_module(bench.module), bench.kernel)
@@ -74,7 +81,9 @@ def sweep(
     ]
     candidates += [(f"random{i}", bound.config_spec.random_config(rng)) for i in range(n_random)]
     for i, changes in enumerate(extra):  # the first seed with these entries changed
-        candidates.append((f"extra{i}", helion.Config(**{**dict(bound.seed_configs()[0]), **changes})))
+        candidates.append(
+            (f"extra{i}", helion.Config(**{**dict(bound.seed_configs()[0]), **changes}))
+        )
     rows = []
     for label, config in candidates:
         try:
@@ -88,14 +97,19 @@ def sweep(
         share = f"{rate / roofline:6.1%}" if roofline else ""
         rows.append((name, label, ms, f"{rate:.3f} {unit} {share}", config))
         if verbose:  # each row as it is measured: a sweep cut short by a timeout keeps them
-            print(f"   . {label:15} {ms:8.4f} ms  {rows[-1][3]}  {_changed(config, candidates[0][1])}", flush=True)
+            print(
+                f"   . {label:15} {ms:8.4f} ms  {rows[-1][3]}  {_changed(config, candidates[0][1])}",
+                flush=True,
+            )
     return rows
 
 
 def _changed(config: helion.Config, reference: helion.Config) -> str:
     """The entries of ``config`` that differ from ``reference`` (short rows for the live log)."""
     values, base = dict(config), dict(reference)
-    return ", ".join(f"{k}={v}" for k, v in values.items() if base.get(k) != v) or "(the first seed)"
+    return (
+        ", ".join(f"{k}={v}" for k, v in values.items() if base.get(k) != v) or "(the first seed)"
+    )
 
 
 def main() -> int:
@@ -103,10 +117,16 @@ def main() -> int:
     memory_bound = [n for n, b in BENCHES.items() if b.bound == "memory"]
     parser.add_argument("--kernels", default=",".join(memory_bound))
     parser.add_argument("--warps", default="4,8,16")
-    parser.add_argument("--policies", default=",first,last", help="'keep' leaves the seed's policies")
-    parser.add_argument("--stages", default="", help="num_stages values to try (default: the seed's)")
+    parser.add_argument(
+        "--policies", default=",first,last", help="'keep' leaves the seed's policies"
+    )
+    parser.add_argument(
+        "--stages", default="", help="num_stages values to try (default: the seed's)"
+    )
     parser.add_argument("--random", type=int, default=0, help="random valid configs per kernel")
-    parser.add_argument("--extra", default="[]", help="JSON list of config entries to try on the first seed")
+    parser.add_argument(
+        "--extra", default="[]", help="JSON list of config entries to try on the first seed"
+    )
     options = parser.parse_args()
     if not torch.cuda.is_available():
         print("seed_sweep.py needs a CUDA device", file=sys.stderr)
@@ -119,17 +139,35 @@ def main() -> int:
     stages = [int(s) for s in options.stages.split(",") if s]
     for name in options.kernels.split(","):
         started = time.perf_counter()
-        rows = sweep(name, timer, copy, warps, policies, stages, options.random, json.loads(options.extra), verbose=True)
+        rows = sweep(
+            name,
+            timer,
+            copy,
+            warps,
+            policies,
+            stages,
+            options.random,
+            json.loads(options.extra),
+            verbose=True,
+        )
         timed = [r for r in rows if r[2] == r[2]]
-        best_seed = min((r for r in timed if r[1].startswith("seed") and not r[1].endswith("variant")),
-                        key=lambda r: r[2], default=None)
+        best_seed = min(
+            (r for r in timed if r[1].startswith("seed") and not r[1].endswith("variant")),
+            key=lambda r: r[2],
+            default=None,
+        )
         best = min(timed, key=lambda r: r[2], default=None)
-        print(f"== {name}: {len(rows)} configs in {time.perf_counter() - started:.0f} s", flush=True)
+        print(
+            f"== {name}: {len(rows)} configs in {time.perf_counter() - started:.0f} s", flush=True
+        )
         for row in sorted(timed, key=lambda r: r[2])[:8]:
             print(f"   {row[1]:15} {row[2]:8.4f} ms  {row[3]}  {row[4]!r}", flush=True)
         if best_seed and best:
-            print(f"   best seed {best_seed[2]:.4f} ms, best variant {best[2]:.4f} ms "
-                  f"({best_seed[2] / best[2]:.2f}x)", flush=True)
+            print(
+                f"   best seed {best_seed[2]:.4f} ms, best variant {best[2]:.4f} ms "
+                f"({best_seed[2] / best[2]:.2f}x)",
+                flush=True,
+            )
     return 0
 
 

@@ -26,9 +26,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # torch dtype name -> Triton signature type
 _POINTER_TYPES = {
-    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
-    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1",
-    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int64": "i64",
+    "int32": "i32",
+    "int16": "i16",
+    "int8": "i8",
+    "uint8": "u8",
+    "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
 }
 
 
@@ -72,13 +81,21 @@ def _cases(kernels: list[str], benches: list[str]) -> list[tuple[str, object, ob
         for name in benches:
             bench = BENCHES[name]
             module = importlib.import_module(bench.module)
-            found.append((name, getattr(module, bench.kernel).fn, lambda b=bench: b.make_args(torch.device("cpu"))))
+            found.append(
+                (
+                    name,
+                    getattr(module, bench.kernel).fn,
+                    lambda b=bench: b.make_args(torch.device("cpu")),
+                )
+            )
         return found
     from _common import SUITE
 
     found = []
     for stem in kernels or list(SUITE):
-        spec = importlib.util.spec_from_file_location(f"sm90_{stem}", ROOT / "examples" / f"{stem}.py")
+        spec = importlib.util.spec_from_file_location(
+            f"sm90_{stem}", ROOT / "examples" / f"{stem}.py"
+        )
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         for case in module.CASES:
@@ -114,20 +131,28 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
         values = dict(zip(names, args, strict=False))
         values.update({k: v for k, v in kwargs.items() if k in names})
         constexprs = {name: values[name] for name in names if name in self.constexprs_names}
-        launches.append({
-            "kernel": self.fn.__name__,
-            "names": names,
-            "signature": {
-                name: "constexpr" if name in constexprs else _signature_type(values.get(name))
-                for name in names
-            },
-            "constexprs": {k: v for k, v in constexprs.items() if isinstance(v, (int, float, bool))},
-            # the argument positions the JIT would mark divisible by 16 (its vectorization hint)
-            "divisible": [i for i, name in enumerate(names) if name not in constexprs and _divisible(values.get(name))],
-            "num_warps": int(kwargs.get("num_warps", 4)),
-            "num_stages": int(kwargs.get("num_stages", 3)),
-            "maxnreg": kwargs.get("maxnreg"),
-        })
+        launches.append(
+            {
+                "kernel": self.fn.__name__,
+                "names": names,
+                "signature": {
+                    name: "constexpr" if name in constexprs else _signature_type(values.get(name))
+                    for name in names
+                },
+                "constexprs": {
+                    k: v for k, v in constexprs.items() if isinstance(v, (int, float, bool))
+                },
+                # the argument positions the JIT would mark divisible by 16 (its vectorization hint)
+                "divisible": [
+                    i
+                    for i, name in enumerate(names)
+                    if name not in constexprs and _divisible(values.get(name))
+                ],
+                "num_warps": int(kwargs.get("num_warps", 4)),
+                "num_stages": int(kwargs.get("num_stages", 3)),
+                "maxnreg": kwargs.get("maxnreg"),
+            }
+        )
         return None
 
     triton.runtime.jit.JITFunction.constexprs_names = property(  # type: ignore[attr-defined]
@@ -141,7 +166,9 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
         args = tuple(a.cpu() if isinstance(a, torch.Tensor) else a for a in args)
         bound = kernel.bind(args)
         configs = [*list(bound.seed_configs()), bound.config_spec.default_config()]
-        configs += [bound.config_spec.random_config(random.Random(s)) for s in range(random_configs)]
+        configs += [
+            bound.config_spec.random_config(random.Random(s)) for s in range(random_configs)
+        ]
         for index, config in enumerate(configs):
             launches.clear()
             label = f"{name}_{index}"
@@ -173,7 +200,15 @@ def _ptxas_resources(ptx: str, path: Path) -> tuple[str, str]:
 
     path.write_text(ptx)
     done = subprocess.run(
-        [get_ptxas(90).path, "-v", "--gpu-name", "sm_90a", str(path), "-o", str(path.with_suffix(".cubin"))],
+        [
+            get_ptxas(90).path,
+            "-v",
+            "--gpu-name",
+            "sm_90a",
+            str(path),
+            "-o",
+            str(path.with_suffix(".cubin")),
+        ],
         capture_output=True,
         text=True,
     )
@@ -197,12 +232,21 @@ def _memory_widths(cubin: bytes, path: Path) -> str:
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     path.write_bytes(cubin)
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
-    counts: dict[str, collections.Counter] = {"LDG": collections.Counter(), "STG": collections.Counter()}
+    counts: dict[str, collections.Counter] = {
+        "LDG": collections.Counter(),
+        "STG": collections.Counter(),
+    }
     for op, suffixes in re.findall(r"\b(LDG|STG)((?:\.[A-Z0-9_]+)*)", sass):
         parts = suffixes.split(".")
         bits = next((int(p) for p in parts if p in ("64", "128")), None)
         if bits is None:
-            bits = 8 if any(p in ("U8", "S8") for p in parts) else 16 if any(p in ("U16", "S16") for p in parts) else 32
+            bits = (
+                8
+                if any(p in ("U8", "S8") for p in parts)
+                else 16
+                if any(p in ("U16", "S16") for p in parts)
+                else 32
+            )
         counts[op][bits] += 1
 
     def text(counter: collections.Counter) -> str:
@@ -210,7 +254,10 @@ def _memory_widths(cubin: bytes, path: Path) -> str:
 
     # tensor-memory-accelerator copies and warpgroup MMAs (Hopper's fast paths), where used
     extra = collections.Counter(
-        {"tma": len(re.findall(r"\bUTMA(?:LDG|STG)\b", sass)), "wgmma": len(re.findall(r"\b[HQIB]GMMA\b", sass))}
+        {
+            "tma": len(re.findall(r"\bUTMA(?:LDG|STG)\b", sass)),
+            "wgmma": len(re.findall(r"\b[HQIB]GMMA\b", sass)),
+        }
     )
     notes = "".join(f" {name} {count}" for name, count in extra.items() if count)
     return f"ld {text(counts['LDG'])} / st {text(counts['STG'])}{notes}"
@@ -234,7 +281,9 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
             spec.loader.exec_module(module)
             jit = getattr(module, entry["kernel"])  # the launched one, not a combine function
             attrs = {(i,): [["tt.divisibility", 16]] for i in entry.get("divisible", [])}
-            source = triton.compiler.ASTSource(jit, entry["signature"], constexprs=entry["constexprs"], attrs=attrs)
+            source = triton.compiler.ASTSource(
+                jit, entry["signature"], constexprs=entry["constexprs"], attrs=attrs
+            )
             compiled = triton.compile(
                 source,
                 target=GPUTarget("cuda", 90, 32),
@@ -245,32 +294,53 @@ def compile_all(directory: Path, verbose: bool = False) -> int:
                 },
             )
             if verbose:
-                regs, spills = _ptxas_resources(compiled.asm["ptx"], directory / (path.stem + ".ptx"))
+                regs, spills = _ptxas_resources(
+                    compiled.asm["ptx"], directory / (path.stem + ".ptx")
+                )
                 widths = _memory_widths(compiled.asm["cubin"], directory / (path.stem + ".cubin"))
-                report.append((entry["case"], regs, spills, compiled.metadata.shared, widths, entry["config"]))
+                report.append(
+                    (entry["case"], regs, spills, compiled.metadata.shared, widths, entry["config"])
+                )
         except Exception as error:  # reported per kernel
             failures += 1
-            lines = [ln for ln in str(error).splitlines() if "error" in ln.lower() or "failed" in ln.lower()]
-            print(f"FAIL {entry['case']}: {type(error).__name__}: {(lines or [str(error)])[-1][:200]}")
+            lines = [
+                ln
+                for ln in str(error).splitlines()
+                if "error" in ln.lower() or "failed" in ln.lower()
+            ]
+            print(
+                f"FAIL {entry['case']}: {type(error).__name__}: {(lines or [str(error)])[-1][:200]}"
+            )
             print(f"     {entry['config']}")
     if verbose:
-        print(f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  {'global loads / stores (bits x count), TMA, wgmma':40} config")
+        print(
+            f"{'kernel':28} {'regs':>5} {'spills':>6} {'shared':>7}  {'global loads / stores (bits x count), TMA, wgmma':40} config"
+        )
         for case, regs, spills, shared, widths, config in report:
             print(f"{case:28} {regs!s:>5} {spills!s:>6} {shared!s:>7}  {widths:40} {config}")
-    print(f"triton {triton.__version__}: {len(entries) - failures} of {len(entries)} compiled for cuda:90")
+    print(
+        f"triton {triton.__version__}: {len(entries) - failures} of {len(entries)} compiled for cuda:90"
+    )
     return 1 if failures else 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("mode", choices=["check", "record", "compile"])
     parser.add_argument("dir")
     parser.add_argument("--kernels", default="")
-    parser.add_argument("--benches", default="", help="benchmarks/run.py kernels at its sizes, instead of the examples")
+    parser.add_argument(
+        "--benches",
+        default="",
+        help="benchmarks/run.py kernels at its sizes, instead of the examples",
+    )
     parser.add_argument("--random", type=int, default=0)
     parser.add_argument(
-        "--resources", action="store_true",
-        help="print ptxas's registers and spills, the shared memory and the global load and store widths per kernel"
+        "--resources",
+        action="store_true",
+        help="print ptxas's registers and spills, the shared memory and the global load and store widths per kernel",
     )
     ns = parser.parse_args()
     directory = Path(ns.dir)

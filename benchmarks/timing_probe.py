@@ -25,10 +25,34 @@ from helion.autotuner.benchmarking import clone_args
 from helion.autotuner.benchmarking import do_bench
 
 CONFIGS = [
-    dict(block_sizes=[1], num_warps=16, num_stages=1, indexing=["pointer"] * 3, load_eviction_policies=["", ""]),
-    dict(block_sizes=[1], num_warps=16, num_stages=1, indexing=["pointer"] * 3, load_eviction_policies=["last", "last"]),
-    dict(block_sizes=[1], num_warps=8, num_stages=1, indexing=["pointer"] * 3, load_eviction_policies=["last", "last"]),
-    dict(block_sizes=[2], num_warps=8, num_stages=1, indexing=["pointer"] * 3, load_eviction_policies=["last", "last"]),
+    dict(
+        block_sizes=[1],
+        num_warps=16,
+        num_stages=1,
+        indexing=["pointer"] * 3,
+        load_eviction_policies=["", ""],
+    ),
+    dict(
+        block_sizes=[1],
+        num_warps=16,
+        num_stages=1,
+        indexing=["pointer"] * 3,
+        load_eviction_policies=["last", "last"],
+    ),
+    dict(
+        block_sizes=[1],
+        num_warps=8,
+        num_stages=1,
+        indexing=["pointer"] * 3,
+        load_eviction_policies=["last", "last"],
+    ),
+    dict(
+        block_sizes=[2],
+        num_warps=8,
+        num_stages=1,
+        indexing=["pointer"] * 3,
+        load_eviction_policies=["last", "last"],
+    ),
 ]
 
 
@@ -50,7 +74,10 @@ def main() -> None:
         timer_ms = timer.median_ms(call)
         triton_ms = triton.testing.do_bench(call, warmup=5, rep=50, return_mode="median")
         text = f"w{values['num_warps']} b{values['block_sizes'][0]} ev{values['load_eviction_policies']}"
-        print(f"{text:70} {harness:9.4f} {harness_again:9.4f} {timer_ms:9.4f} {triton_ms:9.4f}", flush=True)
+        print(
+            f"{text:70} {harness:9.4f} {harness_again:9.4f} {timer_ms:9.4f} {triton_ms:9.4f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

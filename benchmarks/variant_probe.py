@@ -37,7 +37,9 @@ import helion_triton.codegen as triton_codegen
 
 
 @helion.kernel()
-def rope_split(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_split(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     b, s, h, d = q.shape
     half = hl.specialize(d) // 2
     hk = k.size(2)
@@ -65,7 +67,9 @@ def rope_split(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
 
 
 @helion.kernel()
-def rope_loads_first(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_loads_first(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     b, s, h, d = q.shape
     half = hl.specialize(d) // 2
     hk = k.size(2)
@@ -105,12 +109,16 @@ class Probe:
     def time(self, label: str, bench_name: str, fn, args, expected) -> None:
         bench = BENCHES[bench_name]
         got = fn(*args)
-        pairs = zip(got, expected, strict=True) if isinstance(expected, tuple) else [(got, expected)]
+        pairs = (
+            zip(got, expected, strict=True) if isinstance(expected, tuple) else [(got, expected)]
+        )
         for g, w in pairs:
             torch.testing.assert_close(g.float(), w.float(), atol=bench.atol, rtol=bench.rtol)
         ms = self.timer.median_ms(lambda: fn(*args), queued=True)
         rate = bench.work(args) / (ms * 1e-3) / 1e12
-        print(f"{label:62} {ms * 1e3:8.2f} us  {rate:.3f} TB/s  {rate / self.copy:6.1%}", flush=True)
+        print(
+            f"{label:62} {ms * 1e3:8.2f} us  {rate:.3f} TB/s  {rate / self.copy:6.1%}", flush=True
+        )
 
     def compiled(self, bench_name: str, args, expected) -> None:
         fn = torch.compile(BENCHES[bench_name].reference, mode="max-autotune-no-cudagraphs")
@@ -121,7 +129,9 @@ class Probe:
         self.time(f"{label} {config}", bench_name, run, args, expected)
 
 
-def _loads_first_against_program_order(probe: Probe, name: str, kernel, configs: list, compiled: bool = True) -> None:
+def _loads_first_against_program_order(
+    probe: Probe, name: str, kernel, configs: list, compiled: bool = True
+) -> None:
     args = BENCHES[name].make_args(probe.device)
     expected = BENCHES[name].reference(*args)
     if compiled:
@@ -139,34 +149,64 @@ def _loads_first_against_program_order(probe: Probe, name: str, kernel, configs:
 
 
 def geglu(probe: Probe) -> None:
-    configs = [{"block_sizes": [1, 2048], "num_warps": 4}, {"block_sizes": [1, 1024], "num_warps": 4},
-               {"block_sizes": [1, 2048], "num_warps": 8}]
+    configs = [
+        {"block_sizes": [1, 2048], "num_warps": 4},
+        {"block_sizes": [1, 1024], "num_warps": 4},
+        {"block_sizes": [1, 2048], "num_warps": 8},
+    ]
     _loads_first_against_program_order(probe, "geglu", geglu_example.geglu, configs)
 
 
 def pointwise(probe: Probe) -> None:
     """add and swiglu under the configs the quick search picked, both orders of emission."""
-    _loads_first_against_program_order(probe, "swiglu", swiglu_example.swiglu, [
-        {"block_sizes": [2, 1024], "num_warps": 4, "maxnreg": 64}, {"block_sizes": [1, 2048], "num_warps": 4},
-        {"block_sizes": [1, 2048], "num_warps": 4, "loop_orders": [[1, 0]]}], compiled=False)
-    _loads_first_against_program_order(probe, "add", add_example.add, [
-        {"block_sizes": [4, 1024], "num_warps": 4}, {"block_sizes": [16, 1024], "num_warps": 32, "num_stages": 2,
-                                                      "pid_type": "xyz", "l2_groupings": [2]}], compiled=False)
+    _loads_first_against_program_order(
+        probe,
+        "swiglu",
+        swiglu_example.swiglu,
+        [
+            {"block_sizes": [2, 1024], "num_warps": 4, "maxnreg": 64},
+            {"block_sizes": [1, 2048], "num_warps": 4},
+            {"block_sizes": [1, 2048], "num_warps": 4, "loop_orders": [[1, 0]]},
+        ],
+        compiled=False,
+    )
+    _loads_first_against_program_order(
+        probe,
+        "add",
+        add_example.add,
+        [
+            {"block_sizes": [4, 1024], "num_warps": 4},
+            {
+                "block_sizes": [16, 1024],
+                "num_warps": 32,
+                "num_stages": 2,
+                "pid_type": "xyz",
+                "l2_groupings": [2],
+            },
+        ],
+        compiled=False,
+    )
 
 
 def rope(probe: Probe) -> None:
     args = BENCHES["rope"].make_args(probe.device)
     expected = BENCHES["rope"].reference(*args)
     probe.compiled("rope", args, expected)
-    for config in ({"block_sizes": [1, 1, 32], "num_warps": 4}, {"block_sizes": [1, 1, 32], "num_warps": 8},
-                   {"block_sizes": [1, 1, 16], "num_warps": 4}, {"block_sizes": [1, 2, 32], "num_warps": 8}):
+    for config in (
+        {"block_sizes": [1, 1, 32], "num_warps": 4},
+        {"block_sizes": [1, 1, 32], "num_warps": 8},
+        {"block_sizes": [1, 1, 16], "num_warps": 4},
+        {"block_sizes": [1, 2, 32], "num_warps": 8},
+    ):
         probe.kernel("rope", "rope", rope_example.rope, config, args, expected)
         probe.kernel("rope_loads_first", "rope", rope_loads_first, config, args, expected)
-    for config in ({"block_sizes": [1, 1, 32, 1, 1, 8], "num_warps": 4},
-                   {"block_sizes": [1, 1, 16, 1, 2, 8], "num_warps": 4},
-                   {"block_sizes": [1, 1, 32, 1, 4, 8], "num_warps": 8},
-                   {"block_sizes": [1, 1, 16, 1, 1, 8], "num_warps": 2},
-                   {"block_sizes": [1, 2, 32, 1, 8, 8], "num_warps": 8}):
+    for config in (
+        {"block_sizes": [1, 1, 32, 1, 1, 8], "num_warps": 4},
+        {"block_sizes": [1, 1, 16, 1, 2, 8], "num_warps": 4},
+        {"block_sizes": [1, 1, 32, 1, 4, 8], "num_warps": 8},
+        {"block_sizes": [1, 1, 16, 1, 1, 8], "num_warps": 2},
+        {"block_sizes": [1, 2, 32, 1, 8, 8], "num_warps": 8},
+    ):
         probe.kernel("rope_split", "rope", rope_split, config, args, expected)
 
 
@@ -176,19 +216,35 @@ def order(probe: Probe) -> None:
     evict-first streaming loads next to evict-last tables."""
     args = BENCHES["geglu"].make_args(probe.device)
     expected = BENCHES["geglu"].reference(*args)
-    for config in ({"block_sizes": [1, 2048], "loop_orders": [[1, 0]]},
-                   {"block_sizes": [1, 2048], "flatten_loops": [True]},
-                   {"block_sizes": [1, 2048], "load_eviction_policies": ["first", "first"]},
-                   {"block_sizes": [1, 2048], "loop_orders": [[1, 0]], "load_eviction_policies": ["first", "first"]}):
+    for config in (
+        {"block_sizes": [1, 2048], "loop_orders": [[1, 0]]},
+        {"block_sizes": [1, 2048], "flatten_loops": [True]},
+        {"block_sizes": [1, 2048], "load_eviction_policies": ["first", "first"]},
+        {
+            "block_sizes": [1, 2048],
+            "loop_orders": [[1, 0]],
+            "load_eviction_policies": ["first", "first"],
+        },
+    ):
         probe.kernel("geglu", "geglu", geglu_example.geglu, config, args, expected)
     args = BENCHES["rope"].make_args(probe.device)
     expected = BENCHES["rope"].reference(*args)
     streaming = ["last"] * 4 + ["first"] * 4
-    for config in ({"block_sizes": [1, 1, 32], "loop_orders": [[1, 0, 2]]},
-                   {"block_sizes": [1, 1, 32], "load_eviction_policies": streaming},
-                   {"block_sizes": [1, 1, 32], "loop_orders": [[1, 0, 2]], "load_eviction_policies": streaming},
-                   {"block_sizes": [1, 2, 32], "num_warps": 8, "loop_orders": [[1, 0, 2]],
-                    "load_eviction_policies": streaming}):
+    for config in (
+        {"block_sizes": [1, 1, 32], "loop_orders": [[1, 0, 2]]},
+        {"block_sizes": [1, 1, 32], "load_eviction_policies": streaming},
+        {
+            "block_sizes": [1, 1, 32],
+            "loop_orders": [[1, 0, 2]],
+            "load_eviction_policies": streaming,
+        },
+        {
+            "block_sizes": [1, 2, 32],
+            "num_warps": 8,
+            "loop_orders": [[1, 0, 2]],
+            "load_eviction_policies": streaming,
+        },
+    ):
         probe.kernel("rope", "rope", rope_example.rope, config, args, expected)
 
 

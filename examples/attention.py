@@ -40,7 +40,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor
             probs = torch.exp(scores - new_max[:, :, None])
             rescale = torch.exp(row_max - new_max)
             row_sum = row_sum * rescale + probs.sum(dim=-1)
-            acc = hl.dot(probs.to(v.dtype), v_flat[tile_b, tile_n, :], acc=acc * rescale[:, :, None])
+            acc = hl.dot(
+                probs.to(v.dtype), v_flat[tile_b, tile_n, :], acc=acc * rescale[:, :, None]
+            )
             row_max = new_max
         out[tile_b, tile_m, :] = (acc / row_sum[:, :, None]).to(out.dtype)
     return out.view(q.shape)

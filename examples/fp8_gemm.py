@@ -52,7 +52,9 @@ def fp8_gemm_rowwise(
     m, k = a.shape
     k2, n = b.shape
     assert k == k2, f"size mismatch {k} != {k2}"
-    assert scale_a.shape == (m, 1) and scale_b.shape == (1, n), "row scales [m, 1], column scales [1, n]"
+    assert scale_a.shape == (m, 1) and scale_b.shape == (1, n), (
+        "row scales [m, 1], column scales [1, n]"
+    )
     out = torch.empty([m, n], dtype=out_dtype, device=a.device)
     for tile_m, tile_n in hl.tile([m, n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)

@@ -31,7 +31,9 @@ def grouped_gemm(
     groups, k2, n = b.shape
     assert k == k2, f"size mismatch {k} != {k2}"
     assert group_offsets.shape == (groups + 1,), "group_offsets needs groups + 1 entries"
-    out = torch.empty([total_m, n], dtype=torch.promote_types(a_packed.dtype, b.dtype), device=b.device)
+    out = torch.empty(
+        [total_m, n], dtype=torch.promote_types(a_packed.dtype, b.dtype), device=b.device
+    )
     for tile_g, tile_n in hl.tile([groups, n], block_size=[1, None]):
         g = tile_g.begin
         start = group_offsets[g]
@@ -52,7 +54,9 @@ def grouped_gemm_shared(
     k2, n = b.shape
     assert k == k2, f"size mismatch {k} != {k2}"
     groups = group_offsets.size(0) - 1
-    out = torch.empty([total_m, n], dtype=torch.promote_types(a_packed.dtype, b.dtype), device=b.device)
+    out = torch.empty(
+        [total_m, n], dtype=torch.promote_types(a_packed.dtype, b.dtype), device=b.device
+    )
     for tile_g, tile_n in hl.tile([groups, n], block_size=[1, None]):
         start = group_offsets[tile_g.begin]
         end = group_offsets[tile_g.begin + 1]

@@ -19,7 +19,9 @@ import helion.language as hl
 
 
 @helion.kernel()
-def jagged_dense_add(x_data: torch.Tensor, x_offsets: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def jagged_dense_add(
+    x_data: torch.Tensor, x_offsets: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
     num_rows, columns = y.shape
     out = torch.empty_like(y)
     for tile_b in hl.tile(num_rows):
@@ -35,7 +37,9 @@ def jagged_dense_add(x_data: torch.Tensor, x_offsets: torch.Tensor, y: torch.Ten
     return out
 
 
-def jagged_dense_add_reference(x_data: torch.Tensor, x_offsets: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def jagged_dense_add_reference(
+    x_data: torch.Tensor, x_offsets: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
     out = y.clone()
     for b in range(y.size(0)):
         start, end = int(x_offsets[b]), int(x_offsets[b + 1])
@@ -53,7 +57,9 @@ def example_args() -> tuple:
     return x_data.to(DEVICE), offsets.to(DEVICE), y.to(DEVICE)
 
 
-CASES = [Case("jagged_dense_add", jagged_dense_add, jagged_dense_add_reference, atol=1e-5, rtol=1e-5)]
+CASES = [
+    Case("jagged_dense_add", jagged_dense_add, jagged_dense_add_reference, atol=1e-5, rtol=1e-5)
+]
 
 
 def main() -> None:

@@ -34,7 +34,9 @@ def jagged_softmax(x_data: torch.Tensor, x_offsets: torch.Tensor) -> torch.Tenso
                 new_peak = torch.maximum(peak, values.amax(dim=1))
                 # an empty segment keeps a peak of -inf: shift it by 0 instead (no nan)
                 shift = torch.where(new_peak == float("-inf"), 0.0, new_peak)
-                total = total * torch.exp(peak - shift) + torch.exp(values - shift[:, None, :]).sum(dim=1)
+                total = total * torch.exp(peak - shift) + torch.exp(values - shift[:, None, :]).sum(
+                    dim=1
+                )
                 peak = new_peak
             for tile_r in hl.jagged_tile(lengths):
                 rows = starts[:, None] + tile_r.index[None, :]

@@ -52,7 +52,9 @@ def se_block_reference(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (x.float() * torch.sigmoid(x.float() @ w.float())).to(x.dtype)
 
 
-def se_block_channels_reference(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+def se_block_channels_reference(
+    x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
+) -> torch.Tensor:
     xf = x.float()
     gate = torch.sigmoid(torch.relu(xf.mean(-1) @ w1.float()) @ w2.float())
     return (xf * gate[:, :, None]).to(x.dtype)

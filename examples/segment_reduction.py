@@ -31,7 +31,9 @@ def segment_sum(indices: torch.Tensor, input_data: torch.Tensor, num_segments: i
 
 
 @helion.kernel()
-def segment_sum_sorted(indices: torch.Tensor, input_data: torch.Tensor, num_segments: int) -> torch.Tensor:
+def segment_sum_sorted(
+    indices: torch.Tensor, input_data: torch.Tensor, num_segments: int
+) -> torch.Tensor:
     features = input_data.size(1)
     bounds = torch.arange(num_segments + 1, device=indices.device, dtype=indices.dtype)
     offsets = torch.searchsorted(indices, bounds)
@@ -48,8 +50,12 @@ def segment_sum_sorted(indices: torch.Tensor, input_data: torch.Tensor, num_segm
     return out
 
 
-def segment_sum_reference(indices: torch.Tensor, input_data: torch.Tensor, num_segments: int) -> torch.Tensor:
-    out = torch.zeros(num_segments, input_data.size(1), dtype=input_data.dtype, device=input_data.device)
+def segment_sum_reference(
+    indices: torch.Tensor, input_data: torch.Tensor, num_segments: int
+) -> torch.Tensor:
+    out = torch.zeros(
+        num_segments, input_data.size(1), dtype=input_data.dtype, device=input_data.device
+    )
     return out.index_add_(0, indices, input_data)
 
 

@@ -15,7 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import pick_stability
 
 
-@helion.kernel(backend="ref", autotune_effort="quick", autotune_progress_bar=False, autotune_log_level=0)
+@helion.kernel(
+    backend="ref", autotune_effort="quick", autotune_progress_bar=False, autotune_log_level=0
+)
 def scaled_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile in hl.tile(x.size()):
@@ -67,8 +69,11 @@ def test_pick_stability_races_what_each_run_rebenchmarked(tmp_path: Path) -> Non
     x, y = torch.randn(37, 29), torch.randn(37, 29)
     bound = scaled_add.bind((x, y))
     bound.settings.autotune_log = str(tmp_path / "run0")
-    timed = [helion.Config(block_sizes=[8, 16]), helion.Config(block_sizes=[16, 8]),
-             helion.Config(block_sizes=[4, 32])]
+    timed = [
+        helion.Config(block_sizes=[8, 16]),
+        helion.Config(block_sizes=[16, 8]),
+        helion.Config(block_sizes=[4, 32]),
+    ]
     with BenchmarkHarness(bound, (x, y), isolation="inprocess") as harness:
         harness.evaluate(timed)
         harness.rebenchmark(timed, rounds=2)
@@ -109,9 +114,18 @@ def _sm90_report(tmp_path: Path, benches: str) -> tuple[str, dict[str, tuple[int
 
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "sm90_compile_check.py"), "check", str(tmp_path),
-         "--benches", benches, "--resources"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(root / "benchmarks" / "sm90_compile_check.py"),
+            "check",
+            str(tmp_path),
+            "--benches",
+            benches,
+            "--resources",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert re.search(r"(\d+) of \1 compiled for cuda:90", done.stdout), done.stdout[-500:]
@@ -168,7 +182,9 @@ def test_host_path_standin_takes_the_direct_launch_path(monkeypatch, capsys) -> 
 
     timed = []
     monkeypatch.setattr(
-        host_path_standin, "per_call_us", lambda fn: timed.append(fn) or ([fn() for _ in range(3)] and 1.0)
+        host_path_standin,
+        "per_call_us",
+        lambda fn: timed.append(fn) or ([fn() for _ in range(3)] and 1.0),
     )
     host_path_standin.main()
     assert len(timed) == 5 and "the whole warm call" in capsys.readouterr().out
@@ -182,7 +198,9 @@ def test_timer_takes_a_known_flush_mode_and_times_on_the_cpu() -> None:
     with pytest.raises(ValueError, match="flush must be one of"):
         Timer(torch.device("cpu"), flush="none")
     calls = []
-    ms = Timer(torch.device("cpu"), flush="read").median_ms(lambda: calls.append(1), min_repeat=3, max_repeat=3)
+    ms = Timer(torch.device("cpu"), flush="read").median_ms(
+        lambda: calls.append(1), min_repeat=3, max_repeat=3
+    )
     assert ms >= 0 and len(calls) == 5  # two calls to size the repeat count, then three samples
 
 
@@ -201,13 +219,19 @@ def test_launch_overhead_reports_the_warm_path_it_takes(monkeypatch, capsys) -> 
     out = capsys.readouterr().out
     assert "the warm call takes (x, y): True; its tensor match: True" in out
     assert out.count("a guarded launch's match of a fresh output: True") == 1
-    assert {"  the warm call (x, y)", "  its keyed runner (x, y)", "  guarded launch's match (out)"} <= set(rows)
+    assert {
+        "  the warm call (x, y)",
+        "  its keyed runner (x, y)",
+        "  guarded launch's match (out)",
+    } <= set(rows)
 
 
 def test_tune_writes_the_search_log_under_the_given_directory(tmp_path: Path) -> None:
     import run
 
     x, y = torch.randn(37, 5), torch.randn(37, 5)
-    compiled, _config, _ = run._tune(scaled_add, (x, y), None, "quick", str(tmp_path / "logs"), "row")
+    compiled, _config, _ = run._tune(
+        scaled_add, (x, y), None, "quick", str(tmp_path / "logs"), "row"
+    )
     torch.testing.assert_close(compiled(x, y), x * 2.0 + y)
     assert (tmp_path / "logs" / "row.csv").is_file()

@@ -31,8 +31,18 @@ def _installed(module: str) -> bool:
 
 
 BACKENDS = [
-    pytest.param("pallas", marks=pytest.mark.skipif(not _installed("helion_pallas"), reason="helion-pallas is not installed")),
-    pytest.param("cute", marks=pytest.mark.skipif(not _installed("helion_cute"), reason="helion-cute is not installed")),
+    pytest.param(
+        "pallas",
+        marks=pytest.mark.skipif(
+            not _installed("helion_pallas"), reason="helion-pallas is not installed"
+        ),
+    ),
+    pytest.param(
+        "cute",
+        marks=pytest.mark.skipif(
+            not _installed("helion_cute"), reason="helion-cute is not installed"
+        ),
+    ),
 ]
 
 
@@ -56,11 +66,15 @@ CASES = [
 _outcomes: dict[str, dict[str, str]] = {}
 
 
-def _assert_clear_refusal(error: exc.BackendUnsupported, backend: str, kernel: helion.Kernel) -> None:
+def _assert_clear_refusal(
+    error: exc.BackendUnsupported, backend: str, kernel: helion.Kernel
+) -> None:
     text = str(error)
     assert backend in text, text
     source = Path(kernel.fn.__code__.co_filename).name
-    assert source in text or "line" in text, f"the error does not point at the kernel source: {text}"
+    assert source in text or "line" in text, (
+        f"the error does not point at the kernel source: {text}"
+    )
 
 
 # Known backend bugs (each an internal error where a result or a clear refusal is due); strict,

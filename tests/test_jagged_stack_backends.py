@@ -19,7 +19,9 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-pallas = pytest.mark.skipif(not _installed("helion_pallas"), reason="helion-pallas is not installed")
+pallas = pytest.mark.skipif(
+    not _installed("helion_pallas"), reason="helion-pallas is not installed"
+)
 cute = pytest.mark.skipif(not _installed("helion_cute"), reason="helion-cute is not installed")
 
 
@@ -63,7 +65,9 @@ def test_cute_refuses_masked_atomics():
         bound.compile_config(bound.config_spec.default_config())
 
 
-@pytest.mark.parametrize("backend", [pytest.param("pallas", marks=pallas), pytest.param("cute", marks=cute)])
+@pytest.mark.parametrize(
+    "backend", [pytest.param("pallas", marks=pallas), pytest.param("cute", marks=cute)]
+)
 def test_stack_tensor_is_refused(backend):
     buffers = [torch.randn(9) for _ in range(3)]
     ptrs = hl.stack_pointers(buffers)

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-_SCRIPT = '''
+_SCRIPT = """
 import json
 import sys
 
@@ -63,7 +63,7 @@ for name, fn in cases.items():
     cache = AutotuneCache(kernel.bind((x, fn)), directory=sys.argv[1])
     keys[name] = {"key": cache.key, "specialization_key": cache.key_parts["specialization_key"]}
 print(json.dumps(keys))
-'''
+"""
 
 
 def _keys_in_fresh_process(script: Path, cache: Path, ballast: int, hash_seed: str) -> dict:

@@ -403,7 +403,10 @@ def test_csv_shows_the_rebenchmark_the_winner_was_picked_from(tmp_path: Path) ->
     assert again == [pytest.approx(1.0), pytest.approx(2.0)]
     rows = [line.split(",", 5) for line in (tmp_path / "tuning.csv").read_text().splitlines()]
     assert [row[:2] for row in rows[1:]] == [
-        ["0", "ok"], ["1", "ok"], ["r0", "rebenchmark"], ["r1", "rebenchmark"]
+        ["0", "ok"],
+        ["1", "ok"],
+        ["r0", "rebenchmark"],
+        ["r1", "rebenchmark"],
     ]
     assert float(rows[4][2]) == pytest.approx(2.0)
     assert rows[4][4] == "samples 2.000000 2.000000 2.000000"

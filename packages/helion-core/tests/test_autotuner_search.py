@@ -317,7 +317,10 @@ def test_seeds_are_a_batch_of_their_own() -> None:
             return super().evaluate(configs)
 
     spec = matmul_like_spec()
-    seeds = [Config(block_sizes=[128, 64, 32], num_warps=4), Config(block_sizes=[64, 64, 32], num_warps=8)]
+    seeds = [
+        Config(block_sizes=[128, 64, 32], num_warps=4),
+        Config(block_sizes=[64, 64, 32], num_warps=8),
+    ]
     evaluator = BatchRecorder(matmul_like_cost)
     search = SurrogateSearch(
         spec, evaluator, profile=QUICK, seed=0, seed_configs=seeds, budget_seconds=None
@@ -325,7 +328,9 @@ def test_seeds_are_a_batch_of_their_own() -> None:
     search.run()
     assert evaluator.batches[0] == [spec.normalize(s) for s in seeds]
     assert len(evaluator.batches[1]) > 0
-    assert not {config_key(c) for c in evaluator.batches[1]} & {config_key(c) for c in evaluator.batches[0]}
+    assert not {config_key(c) for c in evaluator.batches[1]} & {
+        config_key(c) for c in evaluator.batches[0]
+    }
 
 
 def test_config_filter_drops_candidates() -> None:
@@ -421,7 +426,9 @@ def test_rebenchmark_gives_a_seed_crowded_out_by_the_leaders_neighbours_a_second
             return 1.0
         return 1.02 if config["block_sizes"] == [32, 16] else 2.0 + small_cost(config)
 
-    evaluator = FirstPassNoise(true_cost, lambda c: 1.06 if config_key(c) == config_key(seed) else 1.0)
+    evaluator = FirstPassNoise(
+        true_cost, lambda c: 1.06 if config_key(c) == config_key(seed) else 1.0
+    )
     search = RandomSearch(
         small_spec(),
         evaluator,

@@ -370,7 +370,9 @@ def test_calls_under_inference_mode_after_a_warm_up_outside_it_stay_on_the_warm_
 
 
 @pytest.mark.parametrize("warm_inside", [False, True])
-def test_the_guarded_launch_matches_outputs_made_in_either_inference_mode(tensor_match, monkeypatch, warm_inside):
+def test_the_guarded_launch_matches_outputs_made_in_either_inference_mode(
+    tensor_match, monkeypatch, warm_inside
+):
     """The outputs the host code makes under inference mode have other dispatch keys: the
     guarded launch built in one mode has a second C++ match for the other, so launches in
     either mode skip the Python tests of those outputs."""
@@ -381,10 +383,14 @@ def test_the_guarded_launch_matches_outputs_made_in_either_inference_mode(tensor
 
     def counting(examples):
         match = built(examples)
-        return None if match is None else (lambda *tensors: hits.append(match(*tensors)) or hits[-1])
+        return (
+            None if match is None else (lambda *tensors: hits.append(match(*tensors)) or hits[-1])
+        )
 
     monkeypatch.setattr(kernel, "other_inference_mode_match", counting)
-    first, then = (torch.inference_mode(True), torch.inference_mode(False))[:: -1 if not warm_inside else 1]
+    first, then = (torch.inference_mode(True), torch.inference_mode(False))[
+        :: -1 if not warm_inside else 1
+    ]
     with first:
         x, y = torch.randn(37), torch.randn(37)
         for _ in range(3):  # bound, keyed, then the guarded launch is built
@@ -407,8 +413,12 @@ def test_other_inference_mode_match_keeps_views_and_declines_mixed_examples():
     match = other_inference_mode_match([out, base[1:]])
     assert match is not None
     with torch.inference_mode():
-        assert match(torch.empty(5, 6), base[1:])  # a fresh tensor made inside, a view of an outside one
-        assert not match(torch.empty(5, 6), torch.randn(5, 5))  # an inference tensor where the view was
+        assert match(
+            torch.empty(5, 6), base[1:]
+        )  # a fresh tensor made inside, a view of an outside one
+        assert not match(
+            torch.empty(5, 6), torch.randn(5, 5)
+        )  # an inference tensor where the view was
         inside = torch.empty(3)
     assert other_inference_mode_match([inside, torch.empty(3)]) is None  # made in both modes
 

@@ -14,7 +14,7 @@ import torch
 
 import helion
 
-_KERNELS = '''
+_KERNELS = """
 from typing import TYPE_CHECKING
 
 import torch
@@ -45,15 +45,15 @@ def group_name(x: torch.Tensor, group: hl.ProcessGroupName) -> torch.Tensor:
     for tile in hl.tile(x.size(0)):
         out[tile] = x[tile]
     return out
-'''
+"""
 
-_UNRESOLVABLE = '''
+_UNRESOLVABLE = """
 def repeat_columns_hidden(x: torch.Tensor, n: hidden_hl.constexpr) -> torch.Tensor:
     out = torch.empty([x.size(0), n], dtype=x.dtype)
     for tile in hl.tile(x.size(0)):
         out[tile, :] = x[tile][:, None] + hl.zeros([tile, n], dtype=x.dtype)
     return out
-'''
+"""
 
 
 def _module(tmp_path: Path, postponed: bool, extra: str = ""):

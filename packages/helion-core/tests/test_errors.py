@@ -167,8 +167,13 @@ def test_mismatched_dtypes_in_dot():
             out[tm, tn] = acc
         return out
 
-    _expect(exc.TypeInferenceError, k, _x(16, 16, dtype=torch.int8), _x(16, 16, dtype=torch.float16),
-            line_text="hl.dot(x[tm, tk], y[tk, tn])")
+    _expect(
+        exc.TypeInferenceError,
+        k,
+        _x(16, 16, dtype=torch.int8),
+        _x(16, 16, dtype=torch.float16),
+        line_text="hl.dot(x[tm, tk], y[tk, tn])",
+    )
 
 
 def test_matmul_inner_dims_mismatch():
@@ -327,7 +332,13 @@ def test_boolean_mask_indexing():
             out[tile] = x[keep]
         return out
 
-    _expect(exc.DataDependentOutputShapeNotSupported, k, _x(4), torch.ones(4, dtype=torch.int32), line_text="x[keep]")
+    _expect(
+        exc.DataDependentOutputShapeNotSupported,
+        k,
+        _x(4),
+        torch.ones(4, dtype=torch.int32),
+        line_text="x[keep]",
+    )
 
 
 def test_broadcast_shape_mismatch():
@@ -513,7 +524,9 @@ def _add_into_host_allocation(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def test_tensors_on_different_devices_are_named():
     x = _x(13)
-    message = _expect(exc.TensorsOnDifferentDevices, _add_into_host_allocation, x, torch.empty(13, device="meta"))
+    message = _expect(
+        exc.TensorsOnDifferentDevices, _add_into_host_allocation, x, torch.empty(13, device="meta")
+    )
     assert "'out' on cpu" in message and "'y' on meta" in message, message
     x_meta = torch.empty(13, device="meta")
     message = _expect(exc.TensorsOnDifferentDevices, _add_into_host_allocation, x_meta, x_meta)
@@ -550,7 +563,9 @@ def test_an_mkldnn_tensor_in_a_first_call_is_named():
     # after a warm-up its key is a dense tensor's (its strides read as one's): the host code's
     # first torch op on it then fails with torch's own error, at the kernel's line
     _scaled.reset()
-    assert "layout torch._mkldnn" in _expect(exc.UnsupportedTensorKind, _scaled, torch.randn(13).to_mkldnn())
+    assert "layout torch._mkldnn" in _expect(
+        exc.UnsupportedTensorKind, _scaled, torch.randn(13).to_mkldnn()
+    )
 
 
 def test_a_nested_tensor_after_a_warm_up_is_named_not_fatal():
@@ -577,8 +592,13 @@ def test_a_nested_tensor_after_a_warm_up_is_named_not_fatal():
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
         cwd=str(__import__("pathlib").Path(__file__).parent),
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "named: A tensor argument is a nested tensor" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert "named: A tensor argument is a nested tensor" in done.stdout, (
+        done.stdout + done.stderr[-2000:]
+    )

@@ -29,7 +29,10 @@ def _ragged(rows: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tenso
 def _configs(kernel: helion.Kernel, args: tuple, count: int) -> list:
     bound = helion.kernel(kernel.fn, backend="ref").bind(args)
     spec = bound.config_spec
-    return [bound, [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(count)]]
+    return [
+        bound,
+        [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(count)],
+    ]
 
 
 def _run_all(kernel: helion.Kernel, args_fn, expected_fn, count: int = 5) -> None:
@@ -39,7 +42,9 @@ def _run_all(kernel: helion.Kernel, args_fn, expected_fn, count: int = 5) -> Non
     bound, configs = _configs(kernel, args, count)
     for config in configs:
         actual = bound.compile_config(config)(*args_fn())
-        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m, config=config: f"{config}: {m}")
+        torch.testing.assert_close(
+            actual, expected, equal_nan=True, msg=lambda m, config=config: f"{config}: {m}"
+        )
     eager = helion.kernel(kernel.fn, ref_mode=helion.RefMode.EAGER)
     torch.testing.assert_close(eager(*args_fn()), expected, equal_nan=True)
 
@@ -75,7 +80,14 @@ def row_stats_reference(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     out = torch.zeros(x.size(0), 4)
     for b, n in enumerate(lengths.tolist()):
         row = x[b, :n]
-        out[b] = torch.tensor([row.sum(), row.max() if n else -float("inf"), row.min() if n else float("inf"), row.exp().sum()])
+        out[b] = torch.tensor(
+            [
+                row.sum(),
+                row.max() if n else -float("inf"),
+                row.min() if n else float("inf"),
+                row.exp().sum(),
+            ]
+        )
     return out
 
 
@@ -95,7 +107,9 @@ def _scale_args(rows: int, width: int, seed: int):
     return lambda: (x, lengths, torch.full((rows, width), -7.0))
 
 
-def jagged_scale_reference(x: torch.Tensor, lengths: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def jagged_scale_reference(
+    x: torch.Tensor, lengths: torch.Tensor, out: torch.Tensor
+) -> torch.Tensor:
     out = out.clone()
     for b, n in enumerate(lengths.tolist()):
         out[b, :n] = x[b, :n] * 2
@@ -131,7 +145,9 @@ def values_offsets_max_reference(x_data: torch.Tensor, x_offsets: torch.Tensor) 
 
 
 @helion.kernel()
-def nested_jagged(x: torch.Tensor, features: torch.Tensor, lengths: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def nested_jagged(
+    x: torch.Tensor, features: torch.Tensor, lengths: torch.Tensor, out: torch.Tensor
+) -> torch.Tensor:
     """out[b, m] = sum of x[b, m, :lengths[b]] for m < features[b]; two nested jagged loops."""
     rows = x.size(0)
     for tile_b in hl.tile(rows):

@@ -51,7 +51,9 @@ def _check_ref_and_eager(kernel, make_args, expected_fn, configs: int = 5) -> No
     args = make_args()
     bound = helion.kernel(kernel.fn, backend="ref").bind(args)
     spec = bound.config_spec
-    for config in [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(configs)]:
+    for config in [spec.default_config()] + [
+        spec.random_config(random.Random(s)) for s in range(configs)
+    ]:
         args = make_args()
         torch.testing.assert_close(bound.compile_config(config)(*args), expected_fn(*args))
     args = make_args()
@@ -82,7 +84,9 @@ def test_store_writes_every_buffer():
 
     bound = helion.kernel(scatter_rows.fn, backend="ref").bind((ptrs, x, 9))
     spec = bound.config_spec
-    for config in [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(4)]:
+    for config in [spec.default_config()] + [
+        spec.random_config(random.Random(s)) for s in range(4)
+    ]:
         run(bound.compile_config(config))
     run(helion.kernel(scatter_rows.fn, ref_mode=helion.RefMode.EAGER))
 
@@ -100,7 +104,10 @@ def test_pointers_into_one_registered_tensor():
     rows = [big[i] for i in (4, 1, 3)]
     ptrs = torch.tensor([r.data_ptr() for r in rows], dtype=torch.uint64)
     zero = torch.zeros(9)
-    for kernel in (helion.kernel(gather_minus.fn, backend="ref", autotune_effort="none"), helion.kernel(gather_minus.fn, ref_mode=helion.RefMode.EAGER)):
+    for kernel in (
+        helion.kernel(gather_minus.fn, backend="ref", autotune_effort="none"),
+        helion.kernel(gather_minus.fn, ref_mode=helion.RefMode.EAGER),
+    ):
         torch.testing.assert_close(kernel(ptrs, rows[0], zero), torch.stack(rows))
 
 
@@ -120,7 +127,9 @@ def test_buffer_smaller_than_the_layout_is_an_error():
     short = torch.randn(5)
     ptrs = torch.tensor([short.data_ptr()], dtype=torch.uint64)
     with pytest.raises(exc.StackTensorUnknownPointer, match="needs 36"):
-        helion.kernel(gather_minus.fn, backend="ref", autotune_effort="none")(ptrs, like, short[:1].expand(9))
+        helion.kernel(gather_minus.fn, backend="ref", autotune_effort="none")(
+            ptrs, like, short[:1].expand(9)
+        )
 
 
 # -- misuse ---------------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ from helion import exc
 
 
 @helion.kernel()
-def three_loops(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def three_loops(
+    x: torch.Tensor, y: torch.Tensor, z: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     row_max = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
     scaled = torch.empty_like(y)
     shifted = torch.empty_like(z)
@@ -42,9 +44,17 @@ def test_three_top_level_loops_ref_and_eager():
     bound = helion.kernel(three_loops.fn, backend="ref").bind(args)
     spec = bound.config_spec
     assert len(bound._discovery_ir.top_level_loops()) == 3
-    for config in [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(8)]:
-        torch.testing.assert_close(bound.compile_config(config)(*args), expected, msg=lambda m, config=config: f"{config}: {m}")
-    torch.testing.assert_close(helion.kernel(three_loops.fn, ref_mode=helion.RefMode.EAGER)(*args), expected)
+    for config in [spec.default_config()] + [
+        spec.random_config(random.Random(s)) for s in range(8)
+    ]:
+        torch.testing.assert_close(
+            bound.compile_config(config)(*args),
+            expected,
+            msg=lambda m, config=config: f"{config}: {m}",
+        )
+    torch.testing.assert_close(
+        helion.kernel(three_loops.fn, ref_mode=helion.RefMode.EAGER)(*args), expected
+    )
 
 
 def _read_after_write(x: torch.Tensor) -> torch.Tensor:
@@ -79,7 +89,9 @@ def _with_barrier(x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("fn", [_read_after_write, _write_after_write])
 def test_dependency_between_top_level_loops_is_an_error(fn):
-    with pytest.raises(exc.LoopDependencyError, match=r"'(tmp|out)' was written in a previous loop"):
+    with pytest.raises(
+        exc.LoopDependencyError, match=r"'(tmp|out)' was written in a previous loop"
+    ):
         helion.kernel(fn, backend="ref").bind((torch.randn(11),))
 
 
@@ -90,4 +102,6 @@ def test_barrier_orders_the_loops():
     for seed in range(3):
         config = bound.config_spec.random_config(random.Random(seed))
         torch.testing.assert_close(bound.compile_config(config)(x), expected)
-    torch.testing.assert_close(helion.kernel(_with_barrier, ref_mode=helion.RefMode.EAGER)(x), expected)
+    torch.testing.assert_close(
+        helion.kernel(_with_barrier, ref_mode=helion.RefMode.EAGER)(x), expected
+    )

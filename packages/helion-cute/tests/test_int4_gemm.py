@@ -111,7 +111,10 @@ def _run_fragment_code(
     from cutlass.cute.arch import numeric_conversion
 
     # PTX intrinsics cannot be assembled for the host
-    for fast in (numeric_conversion.cvt_i8_bf16_intrinsic, numeric_conversion.cvt_i4_bf16_intrinsic):
+    for fast in (
+        numeric_conversion.cvt_i8_bf16_intrinsic,
+        numeric_conversion.cvt_i4_bf16_intrinsic,
+    ):
         monkeypatch.setattr(fast, "supported_archs", ())
     ins = [recorder.value(v) for v in inputs]
     outs = [recorder.value(v) for v in outputs]
@@ -212,7 +215,9 @@ def test_int4_unpacking_matches_torch(
     bound = kernel.bind(args)
     bound.compile_config(bound.config_spec.default_config())
     nodes = [node for node, _, _ in recorder.nodes]
-    (packed,) = [n.output for n in nodes if n.op is ops.load and n.attrs["tensor"].name == "w_packed"]
+    (packed,) = [
+        n.output for n in nodes if n.op is ops.load and n.attrs["tensor"].name == "w_packed"
+    ]
     # the weight operand of the two dots of each k step: the even row, then the odd row
     weights = [n.inputs[1] for n in nodes if n.op is ops.dot]
     assert len(weights) == 2

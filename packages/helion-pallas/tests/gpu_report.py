@@ -97,10 +97,14 @@ def main() -> None:
             other = ""
             if options.compare:
                 try:  # the same kernel and config space on the other backend, its default config
-                    rival = helion.kernel(case.fn, backend=options.compare, autotune_effort="none").bind(args)
+                    rival = helion.kernel(
+                        case.fn, backend=options.compare, autotune_effort="none"
+                    ).bind(args)
                     run = rival.compile_config(rival.config_spec.default_config())
                     rival_ms = time_ms(functools.partial(run, *args))
-                    other = f"{options.compare} {rival_ms:8.3f} ms  ratio {kernel_ms / rival_ms:6.2f}  "
+                    other = (
+                        f"{options.compare} {rival_ms:8.3f} ms  ratio {kernel_ms / rival_ms:6.2f}  "
+                    )
                 except Exception as error:
                     other = f"{options.compare} failed: {type(error).__name__}  "
             passed += 1

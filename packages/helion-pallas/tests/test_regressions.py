@@ -188,4 +188,6 @@ def test_lane_by_lane_atomics_count_like_bincount(shape: tuple[int, ...]) -> Non
     # lanes go in row-major order: each kept lane reads back its bin's count just after its own add
     flat_bins, flat_keep = bins.reshape(-1), keep.reshape(-1)
     seen = [int(((flat_bins[:i] == b) & flat_keep[:i]).sum()) + 1 for i, b in enumerate(flat_bins)]
-    assert numpy.array_equal(numpy.asarray(olds).reshape(-1)[flat_keep], numpy.asarray(seen)[flat_keep])
+    assert numpy.array_equal(
+        numpy.asarray(olds).reshape(-1)[flat_keep], numpy.asarray(seen)[flat_keep]
+    )

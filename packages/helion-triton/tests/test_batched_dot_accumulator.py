@@ -31,7 +31,9 @@ def batched_matmul_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 @pytest.fixture
 def descriptors_on_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        TritonTarget, "supports_tensor_descriptor", property(lambda self: self.has_tensor_descriptor)
+        TritonTarget,
+        "supports_tensor_descriptor",
+        property(lambda self: self.has_tensor_descriptor),
     )
 
 

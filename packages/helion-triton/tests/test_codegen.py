@@ -145,7 +145,9 @@ def test_looped_and_persistent_reductions():
     dividing = run_and_check(
         bound, {"block_sizes": [2], "reduction_loops": [8]}, (x,), x.sum(-1), 1e-3
     )
-    assert "for roffset_1 in tl.range(0, 1000, _RDIM_SIZE_1):" in dividing and "rmask" not in dividing
+    assert (
+        "for roffset_1 in tl.range(0, 1000, _RDIM_SIZE_1):" in dividing and "rmask" not in dividing
+    )
     persistent = run_and_check(
         bound, {"block_sizes": [2], "reduction_loops": [None]}, (x,), x.sum(-1), 1e-3
     )
@@ -190,7 +192,9 @@ def _load_store_load(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def test_loads_are_issued_before_the_math():
     a, b = torch.randn(19, 45), torch.randn(19, 45)
-    source = run_and_check(bind(_gelu_gate, a, b), {"block_sizes": [8, 16]}, (a, b), torch.tanh(a * 2.0) * b)
+    source = run_and_check(
+        bind(_gelu_gate, a, b), {"block_sizes": [8, 16]}, (a, b), torch.tanh(a * 2.0) * b
+    )
     lines = source.splitlines()
     loads = [i for i, line in enumerate(lines) if "tl.load(" in line]
     tanh = next(i for i, line in enumerate(lines) if line.startswith("    ") and "tanh(" in line)
@@ -220,7 +224,9 @@ def test_a_load_is_not_moved_above_a_store():
     x, y = torch.randn(37), torch.randn(37)
     expected = (x * 2.0 + y, x * 2.0)
     x_in = x.clone()
-    source = run_and_check(bind(_load_store_load, x_in, y), {"block_sizes": [16]}, (x_in, y), expected[0])
+    source = run_and_check(
+        bind(_load_store_load, x_in, y), {"block_sizes": [16]}, (x_in, y), expected[0]
+    )
     torch.testing.assert_close(x_in, expected[1])
     lines = source.splitlines()
     store_x = next(i for i, line in enumerate(lines) if "tl.store(x +" in line)
@@ -252,7 +258,9 @@ def test_launch_plans_match_the_launcher():
     assert eval(plan.grid, env) == (3,)
     static = bind(K.add, x, x)
     config = static.normalize({"block_sizes": [16]})
-    static_plan = static.backend.generate(static._discovery_ir, config, target_for(x.device)).launch_plan
+    static_plan = static.backend.generate(
+        static._discovery_ir, config, target_for(x.device)
+    ).launch_plan
     assert static_plan.static_grid == (3,) and static_plan.rank == 1
 
 
@@ -442,7 +450,10 @@ def test_pointwise_seeds_include_the_searches_multi_row_picks():
     assert ([2, 2048], 8) in shapes and ([16, 1024], 32) in shapes
     for seed in seeds[-2:]:
         torch.testing.assert_close(bound.compile_config(seed)(x, y), x + y)
-    flat = [(s["block_sizes"], s["num_warps"]) for s in bind(K.add, torch.randn(9000), torch.randn(9000)).seed_configs()]
+    flat = [
+        (s["block_sizes"], s["num_warps"])
+        for s in bind(K.add, torch.randn(9000), torch.randn(9000)).seed_configs()
+    ]
     assert ([4096], 8) in flat and ([16384], 32) in flat
 
 
@@ -469,7 +480,10 @@ def test_chained_dots_seed_128_by_128_tiles_on_8_warps():
     for seed in seeds:
         assert bound.normalize(seed) == seed
     torch.testing.assert_close(
-        bound.compile_config(seeds[0])(q, k, v), attention_like_reference(q, k, v, 128), atol=1e-3, rtol=1e-3
+        bound.compile_config(seeds[0])(q, k, v),
+        attention_like_reference(q, k, v, 128),
+        atol=1e-3,
+        rtol=1e-3,
     )
     # a plain matmul's inner block is a K: it keeps the matmul seeds
     assert bind(K.matmul, *matmul_args()).seed_configs()[0]["block_sizes"] != [128, 128, 128]
@@ -490,7 +504,9 @@ def test_batched_dot_defaults_to_batch_tiles_of_one():
     default = bound.config_spec.default_config()
     assert default["block_sizes"][0] == 1
     assert bound.config_spec.block_sizes[0].max_size == 8  # still tunable
-    torch.testing.assert_close(bound.compile_config(default)(a, b), torch.bmm(a, b), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        bound.compile_config(default)(a, b), torch.bmm(a, b), atol=1e-4, rtol=1e-4
+    )
 
 
 # -- backend contracts --------------------------------------------------------------------------------
@@ -636,7 +652,9 @@ def test_target_of_cpu_is_the_interpreter():
     assert target.indexing_choices()[0] == "pointer"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: compiles and launches with maxnreg")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU: compiles and launches with maxnreg"
+)
 def test_cuda_tunables_compile():
     a, b = (t.cuda() for t in matmul_args())
     bound = bind(K.matmul, a, b)

@@ -81,7 +81,21 @@ def test_second_call_launches_the_compiled_kernel_with_the_constexpr_tail():
     assert kinds(jit.calls) == ["jit", "direct"]
     _, name, args = jit.calls[1]
     assert name == "k0"
-    assert args == (5, 2, 1, 77, "function-of-k0", "metadata-of-k0", None, None, None, out, x, 41, 16)
+    assert args == (
+        5,
+        2,
+        1,
+        77,
+        "function-of-k0",
+        "metadata-of-k0",
+        None,
+        None,
+        None,
+        out,
+        x,
+        41,
+        16,
+    )
 
 
 def test_a_new_specialization_binds_again():
@@ -233,7 +247,10 @@ def test_a_grid_launcher_passes_cuda_tensors_as_their_addresses():
     direct[(1,)](out, x, 40, BLOCK=16)  # through the grid launcher
     assert kinds(jit.calls) == ["jit", "direct", "direct"]
     general, launched = jit.calls[1][2], jit.calls[2][2]
-    assert general[9:11] == (out, x)  # the general path passes the tensors, as Triton's wrapper does
+    assert general[9:11] == (
+        out,
+        x,
+    )  # the general path passes the tensors, as Triton's wrapper does
     assert launched[9:11] == (out.data_ptr(), x.data_ptr()) and launched[11:] == general[11:]
     # a tensor that is not on the GPU takes the general path (whose launch Triton checks)
     cpu = torch.randn(40)
@@ -322,11 +339,23 @@ class CudaLauncher:
 
     def __call__(self, gridX, gridY, gridZ, stream, function, *args):
         scratch = "scratch" if self.global_scratch_size > 0 else None
-        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid,
-                    self.launch_pdl, scratch, None, *args)
+        self.launch(
+            gridX,
+            gridY,
+            gridZ,
+            stream,
+            function,
+            self.launch_cooperative_grid,
+            self.launch_pdl,
+            scratch,
+            None,
+            *args,
+        )
 
 
-def test_on_triton_3_6_a_grid_launcher_calls_the_c_launcher_with_the_wrappers_arguments(monkeypatch):
+def test_on_triton_3_6_a_grid_launcher_calls_the_c_launcher_with_the_wrappers_arguments(
+    monkeypatch,
+):
     import helion_triton.target as target
     from helion_triton.launcher import _call_below_wrapper
 
@@ -340,7 +369,11 @@ def test_on_triton_3_6_a_grid_launcher_calls_the_c_launcher_with_the_wrappers_ar
     call(3, 1, 1, 77, "function", *head, *kernel_args)
     assert calls[0] == calls[1]
     # a kernel with scratch memory, another Triton or another launcher keep the wrapper
-    for other, version in ((CudaLauncher(calls, scratch=64), "3.6.0"), (run, "3.9.0"), (object(), "3.6.0")):
+    for other, version in (
+        (CudaLauncher(calls, scratch=64), "3.6.0"),
+        (run, "3.9.0"),
+        (object(), "3.6.0"),
+    ):
         monkeypatch.setattr(target, "triton_version", lambda v=version: v)
         call, head = _call_below_wrapper(other, "metadata")
         assert call is other and head == ("metadata", None, None, None)
@@ -359,7 +392,9 @@ def test_a_fused_launcher_launches_as_the_module_launcher_does():
         if min(grid) > 0:
             direct[grid](out, x, n, BLOCK=16, num_warps=4)
 
-    plan = LaunchPlan(("out", "_unused_1", "x", "n"), ("out", "x", "n"), "((n + 15) // 16,)", 1, None)
+    plan = LaunchPlan(
+        ("out", "_unused_1", "x", "n"), ("out", "x", "n"), "((n + 15) // 16,)", 1, None
+    )
     out, x = torch.empty(40), torch.randn(40)
     assert direct.build_fused_launcher(plan, module_launcher, {}) is None  # no direct launch yet
     module_launcher(out, None, x, 40)
@@ -419,7 +454,9 @@ def test_a_compiled_kernel_whose_module_kept_its_jit_function_launches_through_i
     x = torch.randn(40)
     bound = double.bind((x,))
     hopper = TritonTarget("cuda", False, (9, 0), 132, has_block_ptr(), True, range_kwargs())
-    generated = bound.backend.generate(bound._discovery_ir, bound.config_spec.default_config(), hopper)
+    generated = bound.backend.generate(
+        bound._discovery_ir, bound.config_spec.default_config(), hopper
+    )
     monkeypatch.setattr(launcher, "use_direct_launch", lambda module, name: None)
     compiled = launcher.TritonCompiledKernel(generated, hopper, "double_kept_jit")
     launches = []

@@ -22,13 +22,19 @@ def _compare(fn, make_args, configs: int = RANDOM_CONFIGS, outputs=None) -> None
     ref_bound = helion.kernel(fn, backend="ref").bind(args)
     pick = outputs or (lambda result, args: result)
     ref_args = make_args()
-    expected = pick(ref_bound.compile_config(ref_bound.config_spec.default_config())(*ref_args), ref_args)
+    expected = pick(
+        ref_bound.compile_config(ref_bound.config_spec.default_config())(*ref_args), ref_args
+    )
     bound = helion.kernel(fn, backend="triton").bind(args)
     spec = bound.config_spec
-    for config in [spec.default_config()] + [spec.random_config(random.Random(s)) for s in range(configs)]:
+    for config in [spec.default_config()] + [
+        spec.random_config(random.Random(s)) for s in range(configs)
+    ]:
         run_args = make_args()
         actual = pick(bound.compile_config(config)(*run_args), run_args)
-        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m, config=config: f"{config}: {m}")
+        torch.testing.assert_close(
+            actual, expected, equal_nan=True, msg=lambda m, config=config: f"{config}: {m}"
+        )
 
 
 # -- jagged ---------------------------------------------------------------------------------------
@@ -88,7 +94,9 @@ def test_jagged_stores_skip_lanes_past_each_end():
     _compare(_jagged_copy, make)
 
 
-def _nested(x: torch.Tensor, features: torch.Tensor, lengths: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def _nested(
+    x: torch.Tensor, features: torch.Tensor, lengths: torch.Tensor, out: torch.Tensor
+) -> torch.Tensor:
     for tile_b in hl.tile(x.size(0)):
         nf = features[tile_b]
         nl = lengths[tile_b]
@@ -134,7 +142,9 @@ def test_jagged_atomics_are_masked():
 # -- StackTensor ------------------------------------------------------------------------------------
 
 
-def _stack_mix(dev_ptrs: torch.Tensor, like: torch.Tensor, weights: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def _stack_mix(
+    dev_ptrs: torch.Tensor, like: torch.Tensor, weights: torch.Tensor, out: torch.Tensor
+) -> torch.Tensor:
     """Reads all buffers, writes back into them (value per buffer), returns a weighted sum."""
     m, n = like.size()
     for tile_m, tile_n in hl.tile([m, n]):
@@ -171,7 +181,9 @@ def test_stack_tensor_load_and_store():
 # -- several top-level loops ---------------------------------------------------------------------
 
 
-def _three_loops(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _three_loops(
+    x: torch.Tensor, y: torch.Tensor, z: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     row_max = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
     scaled = torch.empty_like(y)
     shifted = torch.empty_like(z)
@@ -186,7 +198,11 @@ def _three_loops(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[tor
 
 def test_three_top_level_loops():
     generator = torch.Generator().manual_seed(5)
-    args = (torch.randn(13, 21, generator=generator), torch.randn(9, 6, generator=generator), torch.randn(5, 7, generator=generator))
+    args = (
+        torch.randn(13, 21, generator=generator),
+        torch.randn(9, 6, generator=generator),
+        torch.randn(5, 7, generator=generator),
+    )
     _compare(_three_loops, lambda: args, configs=10)
 
 

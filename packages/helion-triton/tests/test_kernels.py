@@ -367,5 +367,8 @@ def test_a_negated_view_is_refused_not_read_without_its_sign():
 def test_a_dtype_triton_has_no_type_for_is_named():
     add = helion.kernel(K.add, backend="triton", config=helion.Config(block_sizes=[16]))
     z = torch.randn(29, dtype=torch.cfloat)
-    with pytest.raises(helion.exc.BackendUnsupported, match=r"of dtype torch\.complex64 is not supported by the 'triton'"):
+    with pytest.raises(
+        helion.exc.BackendUnsupported,
+        match=r"of dtype torch\.complex64 is not supported by the 'triton'",
+    ):
         add(z, z)

@@ -74,13 +74,18 @@ def test_random_block_sizes_match_torch() -> None:
         m = rng.choice([48, 64, 77, 96, 100])
         block_m, block_n = rng.choice([16, 32, 64]), rng.choice([8, 16, 32])
         _, got, want = _run(m, block_m, block_n)
-        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4, msg=f"{m=} {block_m=} {block_n=}")
+        torch.testing.assert_close(
+            got, want, atol=1e-4, rtol=1e-4, msg=f"{m=} {block_m=} {block_n=}"
+        )
 
 
 def test_static_shapes_false_one_config_across_sizes():
     # one bound kernel and one config; each size gets its own code (full tiles or masked)
     kernel = helion.kernel(
-        causal_prefix_sum, backend="triton", static_shapes=False, config=helion.Config(block_sizes=[32, 16])
+        causal_prefix_sum,
+        backend="triton",
+        static_shapes=False,
+        config=helion.Config(block_sizes=[32, 16]),
     )
     for rows in (96, 90, 128):
         x = torch.randn(rows, 24)

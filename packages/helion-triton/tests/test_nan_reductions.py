@@ -139,9 +139,17 @@ def test_integer_reductions_are_unchanged():
 
 def test_the_generated_code_propagates_nan_for_floats_only():
     x = torch.randn(5, 19)
-    code = helion.kernel(row_extrema, backend="triton").bind((x,)).to_code(helion.Config(block_sizes=[4]))
+    code = (
+        helion.kernel(row_extrema, backend="triton")
+        .bind((x,))
+        .to_code(helion.Config(block_sizes=[4]))
+    )
     assert "propagate_nan=tl.PropagateNan.ALL" in code
     assert "_helion_argmax_combine" in code and "_helion_argmin_combine" in code
     ints = torch.randint(0, 9, (5, 19), dtype=torch.int32)
-    code = helion.kernel(row_extrema, backend="triton").bind((ints,)).to_code(helion.Config(block_sizes=[4]))
+    code = (
+        helion.kernel(row_extrema, backend="triton")
+        .bind((ints,))
+        .to_code(helion.Config(block_sizes=[4]))
+    )
     assert "PropagateNan" not in code and "tl.argmax(" in code

@@ -373,14 +373,19 @@ def test_int64_sort_with_indices_is_reported() -> None:
 
 
 _GPU_SORT_CASES = [
-    c for c in CASES if c.name in ("sort_f32_specials_desc", "sort_3d_middle", "topk_smallest_bf16", "topk_sum")
+    c
+    for c in CASES
+    if c.name in ("sort_f32_specials_desc", "sort_3d_middle", "topk_smallest_bf16", "topk_sum")
 ]
 
 
 @pytest.mark.parametrize(
     ("case", "topk_descending"),
-    [(c, True) for c in _GPU_SORT_CASES] + [(c, False) for c in _GPU_SORT_CASES if "topk" in c.name],
-    ids=lambda v: repr(v) if isinstance(v, Case) else ("topk_descending" if v else "topk_largest_only"),
+    [(c, True) for c in _GPU_SORT_CASES]
+    + [(c, False) for c in _GPU_SORT_CASES if "topk" in c.name],
+    ids=lambda v: (
+        repr(v) if isinstance(v, Case) else ("topk_descending" if v else "topk_largest_only")
+    ),
 )
 def test_gpu_sort_path_in_the_interpreter(case: Case, topk_descending: bool, monkeypatch) -> None:
     # the interpreter normally sorts with its own network (tl.sort is slow there): check the

@@ -62,7 +62,9 @@ def test_the_backend_reports_it_to_the_autotuner() -> None:
     q, k = torch.randn(3, 70, 32), torch.randn(3, 90, 32)
     bound = batched_scores.bind((q, k))
     config = helion.Config(block_sizes=[4, 512, 1024])
-    assert bound.backend.config_problem(bound.ir, config, q.device) == tile_problem(bound.ir, config)
+    assert bound.backend.config_problem(bound.ir, config, q.device) == tile_problem(
+        bound.ir, config
+    )
 
 
 @helion.kernel(backend="triton")
@@ -87,9 +89,15 @@ def test_a_dot_accumulator_must_fit_the_registers_of_its_threads_on_a_gpu() -> N
     assert problem is not None and "2048 registers" in problem and "16 warps" in problem
     assert tile_problem(bound.ir, huge) is None  # the interpreter has no register file
     # 128 x 256 on 8 warps (the matmul seeds' largest): 128 registers a thread
-    assert tile_problem(bound.ir, helion.Config(block_sizes=[128, 256, 64], num_warps=8), gpu=True) is None
+    assert (
+        tile_problem(bound.ir, helion.Config(block_sizes=[128, 256, 64], num_warps=8), gpu=True)
+        is None
+    )
     # 256 x 256 on 4 warps: 512 registers a thread
-    assert tile_problem(bound.ir, helion.Config(block_sizes=[256, 256, 64], num_warps=4), gpu=True) is not None
+    assert (
+        tile_problem(bound.ir, helion.Config(block_sizes=[256, 256, 64], num_warps=4), gpu=True)
+        is not None
+    )
     backend = bound.backend
     assert backend.config_problem(bound.ir, huge, torch.device("cuda")) == problem
     assert backend.config_problem(bound.ir, huge, torch.device("cpu")) is None
@@ -100,13 +108,22 @@ def test_a_whole_row_that_would_spill_is_refused_on_a_gpu_where_it_could_loop() 
     bound = row_sums.bind((x,))
     whole = helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=16)
     problem = tile_problem(bound.ir, whole, gpu=True)
-    assert problem is not None and "256 registers per thread" in problem and "reduction_loops" in problem
+    assert (
+        problem is not None
+        and "256 registers per thread" in problem
+        and "reduction_loops" in problem
+    )
     # the interpreter has no registers to spill; and a looped row holds one chunk
     assert tile_problem(bound.ir, whole, gpu=False) is None
     looped = helion.Config(block_sizes=[1], reduction_loops=[4096], num_warps=4)
     assert tile_problem(bound.ir, looped, gpu=True) is None
     # 32 warps hold the row in 128 registers a thread
-    assert tile_problem(bound.ir, helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=32), gpu=True) is None
+    assert (
+        tile_problem(
+            bound.ir, helion.Config(block_sizes=[1], reduction_loops=[None], num_warps=32), gpu=True
+        )
+        is None
+    )
 
 
 def test_a_wide_row_that_cannot_loop_is_left_to_the_compiler(monkeypatch) -> None:
@@ -131,5 +148,15 @@ def test_a_looped_reduction_chunk_that_would_spill_is_refused_on_a_gpu() -> None
     assert "reduction chunk" in problem and "reduction_loops" in problem
     assert tile_problem(bound.ir, spilling, gpu=False) is None  # no register file to spill
     # the same chunk on 8 warps (128 a thread), or one row's chunk of 256 on 1 warp (8 a thread)
-    assert tile_problem(bound.ir, helion.Config(block_sizes=[64], reduction_loops=[512], num_warps=8), gpu=True) is None
-    assert tile_problem(bound.ir, helion.Config(block_sizes=[1], reduction_loops=[256], num_warps=1), gpu=True) is None
+    assert (
+        tile_problem(
+            bound.ir, helion.Config(block_sizes=[64], reduction_loops=[512], num_warps=8), gpu=True
+        )
+        is None
+    )
+    assert (
+        tile_problem(
+            bound.ir, helion.Config(block_sizes=[1], reduction_loops=[256], num_warps=1), gpu=True
+        )
+        is None
+    )

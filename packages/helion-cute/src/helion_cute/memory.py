@@ -520,7 +520,9 @@ def emit_atomic(ctx: Any, node: Node, args: list) -> CVal:
         raise exc.BackendUnsupported(f"atomic_{kind} on torch.bool", "cute", loc=node.loc)
     if node.attrs.get("mask") is not None:
         # the lane predicate below covers tile bounds only (a mask comes from hl.jagged_tile)
-        raise exc.BackendUnsupported("a masked atomic (inside hl.jagged_tile)", "cute", loc=node.loc)
+        raise exc.BackendUnsupported(
+            "a masked atomic (inside hl.jagged_tile)", "cute", loc=node.loc
+        )
     if kind in ("max", "min") and dtype.is_floating_point:
         if dtype != torch.float32:
             raise exc.BackendUnsupported(f"atomic_{kind} on {dtype}", "cute", loc=node.loc)

@@ -1247,9 +1247,7 @@ class BenchmarkHarness:
         if self.isolation == "spawn" and self._spawn is not None:
             spawn = self._spawn
             try:
-                results: list[CandidateResult | None] = list(
-                    spawn.run(configs, self._out_of_time)
-                )
+                results: list[CandidateResult | None] = list(spawn.run(configs, self._out_of_time))
             finally:
                 self._first_run_seconds.extend(spawn.first_run_seconds)
                 spawn.first_run_seconds.clear()

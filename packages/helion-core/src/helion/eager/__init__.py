@@ -51,6 +51,8 @@ def _with_device_replacements(fn: Any) -> Any:
     replacements = device_replacements(namespace) if namespace is not None else {}
     if not replacements:
         return fn
-    copy = types.FunctionType(fn.__code__, {**namespace, **replacements}, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy = types.FunctionType(
+        fn.__code__, {**namespace, **replacements}, fn.__name__, fn.__defaults__, fn.__closure__
+    )
     copy.__kwdefaults__ = fn.__kwdefaults__
     return copy

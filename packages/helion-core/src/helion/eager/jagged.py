@@ -92,9 +92,13 @@ def encloses_jagged(fn: Callable) -> bool:
 def jagged_end(parent: Any) -> int:
     """The end of a jagged loop in eager mode: the single length in `parent`."""
     if not isinstance(parent, torch.Tensor):
-        raise exc.InvalidJaggedTileUsage(f"the parent must be an integer tensor, got {type(parent).__name__}")
+        raise exc.InvalidJaggedTileUsage(
+            f"the parent must be an integer tensor, got {type(parent).__name__}"
+        )
     if parent.dtype.is_floating_point or parent.dtype == torch.bool:
-        raise exc.InvalidJaggedTileUsage(f"the parent must hold integers (lengths), got {parent.dtype}")
+        raise exc.InvalidJaggedTileUsage(
+            f"the parent must hold integers (lengths), got {parent.dtype}"
+        )
     if parent.ndim == 0:
         raise exc.InvalidJaggedTileUsage(
             "the parent has rank 0; it needs one axis per enclosing tile (for a single length use hl.tile(0, n))"

@@ -424,7 +424,9 @@ class EagerMode:
                 "hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first"
             )
         end = jagged_end(parent)
-        tiles = [RefTile(0, end, max(end, 1), 0, end, self.index_dtype, self.device)] if end > 0 else []
+        tiles = (
+            [RefTile(0, end, max(end, 1), 0, end, self.index_dtype, self.device)] if end > 0 else []
+        )
         self.made_tiles = True
         return self._loop([tiles], False)
 
@@ -592,7 +594,9 @@ class EagerMode:
     def hl_split(self, tensor: Any) -> tuple[torch.Tensor, torch.Tensor]:
         self._device_only("split")
         if not isinstance(tensor, torch.Tensor) or tensor.ndim == 0 or tensor.shape[-1] != 2:
-            shape = list(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            shape = (
+                list(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            )
             raise exc.ShapeMismatch(f"hl.split needs a last dimension of size 2, got {shape}")
         with torch._C.DisableTorchFunction():
             return tensor[..., 0], tensor[..., 1]
@@ -660,7 +664,13 @@ class EagerMode:
             return scan(values, dim)
 
     def hl_reduce(
-        self, combine_fn: Any, input_tensor: Any, dim: Any = None, *, other: Any = 0, keep_dims: bool = False
+        self,
+        combine_fn: Any,
+        input_tensor: Any,
+        dim: Any = None,
+        *,
+        other: Any = 0,
+        keep_dims: bool = False,
     ) -> Any:
         from helion.language._combine import eager_reduce
 
@@ -668,7 +678,13 @@ class EagerMode:
         return eager_reduce(combine_fn, tiles_to_indices(input_tensor), dim, other, keep_dims)
 
     def hl_associative_scan(
-        self, combine_fn: Any, input_tensor: Any, dim: Any, *, reverse: bool = False, tuple_form: bool | None = None
+        self,
+        combine_fn: Any,
+        input_tensor: Any,
+        dim: Any,
+        *,
+        reverse: bool = False,
+        tuple_form: bool | None = None,
     ) -> Any:
         from helion.language._combine import eager_scan
 

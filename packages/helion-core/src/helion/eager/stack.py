@@ -18,7 +18,9 @@ from helion.language.stack_tensor import resolve_buffer
 class EagerStackTensor(StackTensor):
     __slots__ = ("_buffers",)
 
-    def __init__(self, tensor_like: torch.Tensor, dev_ptrs: torch.Tensor, known: Sequence[Any]) -> None:
+    def __init__(
+        self, tensor_like: torch.Tensor, dev_ptrs: torch.Tensor, known: Sequence[Any]
+    ) -> None:
         super().__init__(tensor_like, dev_ptrs)
         candidates = candidate_tensors(known)
         with torch._C.DisableTorchFunction():
@@ -58,7 +60,9 @@ class EagerStackTensor(StackTensor):
             masks = self._per_buffer(mask, slot, "the mask")
             parts = [indexing.load(b, index, m) for b, m in zip(self._buffers, masks, strict=True)]
             if not parts:
-                return torch.empty((*self.dev_ptrs.shape, *slot), dtype=self.dtype, device=self.dev_ptrs.device)
+                return torch.empty(
+                    (*self.dev_ptrs.shape, *slot), dtype=self.dtype, device=self.dev_ptrs.device
+                )
             return torch.stack(parts).reshape(*self.dev_ptrs.shape, *slot)
 
     def store(self, index: Any, value: Any, mask: Any = None) -> None:
@@ -76,7 +80,9 @@ class EagerStackTensor(StackTensor):
         self.store(index, value)
 
 
-def make_stack(tensor_like: Any, dev_ptrs: Any, known: Sequence[Any], depth: int) -> EagerStackTensor:
+def make_stack(
+    tensor_like: Any, dev_ptrs: Any, known: Sequence[Any], depth: int
+) -> EagerStackTensor:
     if depth == 0:
         raise exc.StackTensorcOnHost()
     if not isinstance(tensor_like, torch.Tensor):
@@ -86,5 +92,7 @@ def make_stack(tensor_like: Any, dev_ptrs: Any, known: Sequence[Any], depth: int
     if dev_ptrs.dtype != torch.uint64:
         raise exc.StackTensorDevPtrDtype(dev_ptrs.dtype)
     if any(dev_ptrs is k for k in known):
-        raise exc.StackTensorDevPtrOnHost(hint="Load the pointers in device code first: hl.stacktensor_like(x, dev_ptrs[:]).")
+        raise exc.StackTensorDevPtrOnHost(
+            hint="Load the pointers in device code first: hl.stacktensor_like(x, dev_ptrs[:])."
+        )
     return EagerStackTensor(tensor_like, dev_ptrs, known)

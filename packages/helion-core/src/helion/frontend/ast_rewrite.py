@@ -40,10 +40,17 @@ class KernelSource:
     func_def: ast.FunctionDef
 
     def location(self, node: ast.AST) -> exc.SourceLocation:
-        return source_location(self, getattr(node, "lineno", self.first_lineno), getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None))
+        return source_location(
+            self,
+            getattr(node, "lineno", self.first_lineno),
+            getattr(node, "col_offset", 0),
+            getattr(node, "end_col_offset", None),
+        )
 
 
-def source_location(src: KernelSource, lineno: int, col: int | None, end_col: int | None) -> exc.SourceLocation:
+def source_location(
+    src: KernelSource, lineno: int, col: int | None, end_col: int | None
+) -> exc.SourceLocation:
     line_text = ""
     offset = lineno - src.first_lineno
     if 0 <= offset < len(src.lines):
@@ -87,7 +94,11 @@ def assigned_names(nodes: list[ast.stmt] | ast.AST) -> list[str]:
     roots = nodes if isinstance(nodes, list) else [nodes]
     for root in roots:
         for node in ast.walk(root):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Store)
+                and node.id not in found
+            ):
                 found.append(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not root:
                 pass  # names inside nested functions are their own scope (walk still visits; rare)
@@ -123,7 +134,11 @@ def loaded_names(nodes: list[ast.AST] | ast.AST) -> list[str]:
     roots = nodes if isinstance(nodes, list) else [nodes]
     for root in roots:
         for node in ast.walk(root):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in found:
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id not in found
+            ):
                 found.append(node.id)
     return found
 
@@ -201,7 +216,11 @@ def split_kernel(fn: Callable) -> SplitKernel:
     device_written = set(assigned_names(device_stmts))
     for stmt in device_stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in host_assigned:
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Store)
+                and node.id in host_assigned
+            ):
                 raise exc.CannotModifyHostVariableOnDevice(node.id, loc=src.location(node))
     after_assigned = set(assigned_names(host_after))
     for node in ast.walk(ast.Module(body=host_after, type_ignores=[])):
@@ -223,7 +242,9 @@ def split_kernel(fn: Callable) -> SplitKernel:
         value = namespace.get(name)
         if _is_liftable_global(value):
             device_inputs.append(name)
-    return SplitKernel(src, host_before, device_stmts, host_after, device_inputs, params, host_assigned)
+    return SplitKernel(
+        src, host_before, device_stmts, host_after, device_inputs, params, host_assigned
+    )
 
 
 def _is_liftable_global(value: Any) -> bool:
@@ -235,7 +256,9 @@ def _is_liftable_global(value: Any) -> bool:
 def _check_signature(src: KernelSource) -> None:
     args = src.func_def.args
     if args.vararg or args.kwarg or args.kwonlyargs:
-        raise TypeError(f"Helion kernel {src.fn.__name__!r} may not take *args, **kwargs or keyword-only arguments")
+        raise TypeError(
+            f"Helion kernel {src.fn.__name__!r} may not take *args, **kwargs or keyword-only arguments"
+        )
 
 
 def _check_decorators(src: KernelSource, namespace: dict[str, Any]) -> None:
@@ -244,8 +267,13 @@ def _check_decorators(src: KernelSource, namespace: dict[str, Any]) -> None:
     decorators = src.func_def.decorator_list
     for position, decorator in enumerate(decorators):
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if _resolve(target, namespace) in (helion.kernel, helion.jit) and position != len(decorators) - 1:
-            raise exc.DecoratorAfterHelionKernelDecorator(loc=src.location(decorators[position + 1]))
+        if (
+            _resolve(target, namespace) in (helion.kernel, helion.jit)
+            and position != len(decorators) - 1
+        ):
+            raise exc.DecoratorAfterHelionKernelDecorator(
+                loc=src.location(decorators[position + 1])
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,11 +304,17 @@ def build_host_factory(split: SplitKernel) -> Callable[[Callable], Callable]:
     return _compile_factory(split, host_def, "__helion_make_host__", [HOST_DEVICE_CALL])
 
 
-def _compile_factory(split: SplitKernel, inner: ast.FunctionDef, factory_name: str, factory_args: list[str]):
+def _compile_factory(
+    split: SplitKernel, inner: ast.FunctionDef, factory_name: str, factory_args: list[str]
+):
     factory = ast.FunctionDef(
         name=factory_name,
         args=ast.arguments(
-            posonlyargs=[], args=[ast.arg(a) for a in factory_args], kwonlyargs=[], kw_defaults=[], defaults=[]
+            posonlyargs=[],
+            args=[ast.arg(a) for a in factory_args],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
         ),
         body=[inner, ast.Return(ast.Name(inner.name, ast.Load()))],
         decorator_list=[],
@@ -291,11 +325,15 @@ def _compile_factory(split: SplitKernel, inner: ast.FunctionDef, factory_name: s
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, split.source.filename, "exec")
-    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == factory_name)
+    factory_code = next(
+        c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == factory_name
+    )
     return factory_code
 
 
-def make_host_function(split: SplitKernel, factory_code: types.CodeType, device_call: Callable) -> Callable:
+def make_host_function(
+    split: SplitKernel, factory_code: types.CodeType, device_call: Callable
+) -> Callable:
     fn = split.source.fn
     factory = types.FunctionType(factory_code, fn.__globals__, "__helion_make_host__")
     host = factory(device_call)
@@ -316,13 +354,19 @@ class DeviceRewriter:
 
     def _loc_tuple(self, node: ast.AST) -> ast.Tuple:
         return ast.Tuple(
-            [ast.Constant(node.lineno), ast.Constant(node.col_offset), ast.Constant(node.end_col_offset)],
+            [
+                ast.Constant(node.lineno),
+                ast.Constant(node.col_offset),
+                ast.Constant(node.end_col_offset),
+            ],
             ast.Load(),
         )
 
     def _tracer_call(self, method: str, args: list[ast.expr]) -> ast.Call:
         return ast.Call(
-            func=ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), method, ast.Load()), args=args, keywords=[]
+            func=ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), method, ast.Load()),
+            args=args,
+            keywords=[],
         )
 
     def _unpack_assign(self, names: list[str], value: ast.expr) -> ast.stmt:
@@ -331,10 +375,18 @@ class DeviceRewriter:
         target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
         return ast.Assign(targets=[target], value=value)
 
-    def _function(self, name: str, params: list[str], body: list[ast.stmt], returns: list[ast.expr]) -> ast.FunctionDef:
+    def _function(
+        self, name: str, params: list[str], body: list[ast.stmt], returns: list[ast.expr]
+    ) -> ast.FunctionDef:
         return ast.FunctionDef(
             name=name,
-            args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            args=ast.arguments(
+                posonlyargs=[],
+                args=[ast.arg(p) for p in params],
+                kwonlyargs=[],
+                kw_defaults=[],
+                defaults=[],
+            ),
             body=[*body, ast.Return(ast.Tuple(returns, ast.Load()))],
             decorator_list=[],
             returns=None,
@@ -360,7 +412,9 @@ class DeviceRewriter:
             return self._rewrite_if(stmt, defined)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) > 1:
             raise exc.AssignmentMultipleTargets(loc=loc(stmt))
-        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Assert)):
+        if isinstance(
+            stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Assert)
+        ):
             return [stmt]
         if isinstance(stmt, ast.FunctionDef):
             return [stmt]
@@ -390,7 +444,9 @@ class DeviceRewriter:
         inner_defined = defined | set(targets) | set(carried)
         body = [ast.Assign(targets=[stmt.target], value=ast.Name("__target", ast.Load()))]
         body += self.rewrite_block(stmt.body, inner_defined)
-        fn = self._function(body_name, ["__target", *carried], body, [ast.Name(n, ast.Load()) for n in carried])
+        fn = self._function(
+            body_name, ["__target", *carried], body, [ast.Name(n, ast.Load()) for n in carried]
+        )
         call = self._tracer_call(
             "loop",
             [
@@ -416,7 +472,9 @@ class DeviceRewriter:
                 if out in assigned or out in inputs:
                     returns.append(ast.Name(out, ast.Load()))
                 else:
-                    returns.append(ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), "UNDEFINED", ast.Load()))
+                    returns.append(
+                        ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), "UNDEFINED", ast.Load())
+                    )
             return self._function(name, inputs, new_body, returns)
 
         then_fn = branch(f"__if_then_{self.counter}", stmt.body, then_assigned)
@@ -440,7 +498,13 @@ def build_device_factory(split: SplitKernel) -> types.CodeType:
     params = [TRACER_NAME, *split.device_inputs]
     device_def = ast.FunctionDef(
         name="__helion_device_fn__",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(p) for p in params],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
         body=body or [ast.Pass()],
         decorator_list=[],
         returns=None,
@@ -450,7 +514,9 @@ def build_device_factory(split: SplitKernel) -> types.CodeType:
     return _compile_factory(split, device_def, "__helion_make_device__", [])
 
 
-def make_device_function(split: SplitKernel, factory_code: types.CodeType, overrides: dict[str, Any]) -> Callable:
+def make_device_function(
+    split: SplitKernel, factory_code: types.CodeType, overrides: dict[str, Any]
+) -> Callable:
     """The device function, with builtins replaced as device code expects (range → hl.grid, ...)."""
     from helion.language._combine import device_replacements
 

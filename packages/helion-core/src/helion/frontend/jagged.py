@@ -73,16 +73,24 @@ def loop_request(tracer: Tracer, parent: Any) -> Any:
 
     loc = tracer.current_loc()
     if tracer.loop_depth == 0:
-        raise exc.InvalidJaggedTileUsage("hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first", loc=loc)
+        raise exc.InvalidJaggedTileUsage(
+            "hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first",
+            loc=loc,
+        )
     if isinstance(parent, HostTensor):
         raise exc.InvalidJaggedTileUsage(
-            f"the parent must be loaded in device code (e.g. {parent.arg.name}[tile]), not the host tensor itself", loc=loc
+            f"the parent must be loaded in device code (e.g. {parent.arg.name}[tile]), not the host tensor itself",
+            loc=loc,
         )
     if isinstance(parent, TileProxy) or not isinstance(parent, DeviceValue):
-        raise exc.InvalidJaggedTileUsage(f"the parent must be an integer device tensor, got {type(parent).__name__}", loc=loc)
+        raise exc.InvalidJaggedTileUsage(
+            f"the parent must be an integer device tensor, got {type(parent).__name__}", loc=loc
+        )
     value = parent.value
     if value.dtype.is_floating_point or value.dtype == torch.bool:
-        raise exc.InvalidJaggedTileUsage(f"the parent must hold integers (lengths), got {value.dtype}", loc=loc)
+        raise exc.InvalidJaggedTileUsage(
+            f"the parent must hold integers (lengths), got {value.dtype}", loc=loc
+        )
     if not value.shape:
         raise exc.InvalidJaggedTileUsage(
             "the parent has rank 0; it needs one axis per enclosing tile (for a single length use hl.tile(0, n))",
@@ -100,7 +108,9 @@ def loop_request(tracer: Tracer, parent: Any) -> Any:
         raise exc.InvalidJaggedTileUsage("the parent uses the same tile for two axes", loc=loc)
     end = value
     while end.shape:
-        end = tracer.emit(ops.REDUCTIONS["amax"], [end], {"dim": len(end.shape) - 1, "keepdim": False}).output
+        end = tracer.emit(
+            ops.REDUCTIONS["amax"], [end], {"dim": len(end.shape) - 1, "keepdim": False}
+        ).output
     request = TileLoopRequest([0], [DeviceValue(tracer, end)], [None], False, False)
     request.jagged = JaggedLoop(value, tuple(value.shape))
     return request
@@ -128,7 +138,10 @@ def _base_mask(tracer: Tracer, loop: JaggedLoop) -> Value:
     lanes = tracer.emit(
         ops.view_subscript,
         [index],
-        {"items": (None,) * rank + ("slice",), "shape": (sympy.Integer(1),) * rank + (loop.symbol,)},
+        {
+            "items": (None,) * rank + ("slice",),
+            "shape": (sympy.Integer(1),) * rank + (loop.symbol,),
+        },
     ).output
     ends = tracer.emit(
         ops.view_subscript,
@@ -148,7 +161,9 @@ def _aligned_mask(tracer: Tracer, loop: JaggedLoop, shape: Sequence[sympy.Expr])
     order = sorted(range(len(positions)), key=lambda i: positions[i])
     if order != list(range(len(order))):
         permuted = tuple(loop.dims[i] for i in order)
-        mask = tracer.emit(ops.view_permute, [mask], {"dims": tuple(order)}, [TensorType(permuted, torch.bool)]).output
+        mask = tracer.emit(
+            ops.view_permute, [mask], {"dims": tuple(order)}, [TensorType(permuted, torch.bool)]
+        ).output
     if len(shape) != len(positions):
         present = set(positions)
         items = tuple("slice" if p in present else None for p in range(len(shape)))
@@ -157,7 +172,9 @@ def _aligned_mask(tracer: Tracer, loop: JaggedLoop, shape: Sequence[sympy.Expr])
     return mask
 
 
-def _covering_loops(tracer: Tracer, shape: Sequence[Any], what: str, strict: bool) -> list[JaggedLoop]:
+def _covering_loops(
+    tracer: Tracer, shape: Sequence[Any], what: str, strict: bool
+) -> list[JaggedLoop]:
     shape = list(shape)
     found = []
     for loop in tracer.jagged_loops:
@@ -167,7 +184,8 @@ def _covering_loops(tracer: Tracer, shape: Sequence[Any], what: str, strict: boo
         if any(d != loop.symbol for d in hits) or len(hits) > 1:
             if strict:
                 raise exc.InvalidJaggedTileUsage(
-                    f"{what} merges or repeats the jagged dimension {loop.symbol}", loc=tracer.current_loc()
+                    f"{what} merges or repeats the jagged dimension {loop.symbol}",
+                    loc=tracer.current_loc(),
                 )
             continue
         missing = [d for d in loop.parent_dims if d not in shape]
@@ -192,7 +210,11 @@ def access_mask(tracer: Tracer, shape: Sequence[Any], extra_mask: Any, what: str
         return mask
     for loop in _covering_loops(tracer, shape, what, strict=True):
         implicit = _aligned_mask(tracer, loop, shape)
-        mask = implicit if mask is None else tracer.emit(ops.BINARY["logical_and"], [mask, implicit]).output
+        mask = (
+            implicit
+            if mask is None
+            else tracer.emit(ops.BINARY["logical_and"], [mask, implicit]).output
+        )
     return mask
 
 
@@ -201,7 +223,16 @@ def _identity(kind: str, dtype: torch.dtype) -> Any:
         return kind in ("all", "prod", "amin", "argmin")
     high = math.inf if dtype.is_floating_point else torch.iinfo(dtype).max
     low = -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
-    return {"sum": 0, "prod": 1, "any": 0, "all": 1, "amax": low, "argmax": low, "amin": high, "argmin": high}[kind]
+    return {
+        "sum": 0,
+        "prod": 1,
+        "any": 0,
+        "all": 1,
+        "amax": low,
+        "argmax": low,
+        "amin": high,
+        "argmin": high,
+    }[kind]
 
 
 def masked_reduction_inputs(tracer: Tracer, op: ops.Op, inputs: list, attrs: dict) -> list:
@@ -212,14 +243,24 @@ def masked_reduction_inputs(tracer: Tracer, op: ops.Op, inputs: list, attrs: dic
         return inputs
     shape = source.type.shape
     reduced = shape[attrs["dim"]]
-    loops = [loop for loop in _covering_loops(tracer, shape, "a reduction", strict=False) if reduced in loop.dims]
+    loops = [
+        loop
+        for loop in _covering_loops(tracer, shape, "a reduction", strict=False)
+        if reduced in loop.dims
+    ]
     if not loops:
         return inputs
     mask = None
     for loop in loops:
         implicit = _aligned_mask(tracer, loop, shape)
-        mask = implicit if mask is None else tracer.emit(ops.BINARY["logical_and"], [mask, implicit]).output
+        mask = (
+            implicit
+            if mask is None
+            else tracer.emit(ops.BINARY["logical_and"], [mask, implicit]).output
+        )
     kind = op.name.removeprefix("reduce_")
-    fill = tracer.emit(ops.constant, [], {"value": _identity(kind, source.dtype), "dtype": source.dtype}).output
+    fill = tracer.emit(
+        ops.constant, [], {"value": _identity(kind, source.dtype), "dtype": source.dtype}
+    ).output
     masked = tracer.emit(ops.where, [mask, source, fill], {}, [source.type]).output
     return [masked, *inputs[1:]]

@@ -61,7 +61,9 @@ class DeviceValue:
 
     # -- torch protocol ------------------------------------------------------------------------
     @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
         tracer = _find_tracer(args, kwargs)
         return _torch_dispatch(tracer, func, args, kwargs)
 
@@ -144,7 +146,42 @@ def _make_operator(method_name: str):
     return operator
 
 
-for _name in ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__", "__rshift__", "__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"]:
+for _name in [
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__floordiv__",
+    "__rfloordiv__",
+    "__mod__",
+    "__rmod__",
+    "__pow__",
+    "__rpow__",
+    "__matmul__",
+    "__rmatmul__",
+    "__and__",
+    "__rand__",
+    "__or__",
+    "__ror__",
+    "__xor__",
+    "__rxor__",
+    "__lshift__",
+    "__rshift__",
+    "__neg__",
+    "__pos__",
+    "__abs__",
+    "__invert__",
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+]:
     setattr(DeviceValue, _name, _make_operator(_name))
 DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keeps dict use possible
 
@@ -194,7 +231,9 @@ class HostTensor:
         self.tracer.store(self, index, value, None)
 
     @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
         tracer = _find_tracer(args, kwargs)
         return _torch_dispatch(tracer, func, args, kwargs)
 
@@ -252,7 +291,9 @@ class TileProxy:
         return self._attr("count")
 
     @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
         tracer = _find_tracer(args, kwargs)
         return _torch_dispatch(tracer, func, args, kwargs)
 
@@ -278,7 +319,20 @@ def _tile_operator(method_name: str):
     return operator
 
 
-for _name in ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__mod__", "__lt__", "__le__", "__gt__", "__ge__"]:
+for _name in [
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__floordiv__",
+    "__mod__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+]:
     setattr(TileProxy, _name, _tile_operator(_name))
 
 

@@ -46,15 +46,18 @@ def make(tracer: Tracer, tensor_like: Any, dev_ptrs: Any) -> StackTensorProxy:
         raise exc.StackTensorExampleOnDevice(loc=loc)
     if not isinstance(tensor_like, HostTensor):
         raise exc.InvalidAPIUsage(
-            f"hl.stacktensor_like needs a host tensor as tensor_like, got {type(tensor_like).__name__}", loc=loc
+            f"hl.stacktensor_like needs a host tensor as tensor_like, got {type(tensor_like).__name__}",
+            loc=loc,
         )
     if isinstance(dev_ptrs, HostTensor):
         raise exc.StackTensorDevPtrOnHost(
-            loc=loc, hint=f"Load the pointers in device code first: hl.stacktensor_like(x, {dev_ptrs.arg.name}[...])."
+            loc=loc,
+            hint=f"Load the pointers in device code first: hl.stacktensor_like(x, {dev_ptrs.arg.name}[...]).",
         )
     if not isinstance(dev_ptrs, DeviceValue):
         raise exc.InvalidAPIUsage(
-            f"hl.stacktensor_like needs a uint64 device tensor of pointers, got {type(dev_ptrs).__name__}", loc=loc
+            f"hl.stacktensor_like needs a uint64 device tensor of pointers, got {type(dev_ptrs).__name__}",
+            loc=loc,
         )
     if dev_ptrs.dtype != torch.uint64:
         raise exc.StackTensorDevPtrDtype(dev_ptrs.dtype, loc=loc)
@@ -65,7 +68,13 @@ def _pointer_shape(stack: StackTensorProxy) -> tuple:
     return tuple(stack.dev_ptrs.value.shape)
 
 
-def load(tracer: Tracer, stack: StackTensorProxy, index: Any, extra_mask: Any, eviction_policy: str | None) -> DeviceValue:
+def load(
+    tracer: Tracer,
+    stack: StackTensorProxy,
+    index: Any,
+    extra_mask: Any,
+    eviction_policy: str | None,
+) -> DeviceValue:
     items, inputs, shape = tracer._index_items(stack.tensor_like, index)
     full = (*_pointer_shape(stack), *shape)
     mask = jagged.access_mask(tracer, full, extra_mask, "a StackTensor load")
@@ -87,7 +96,12 @@ def store(tracer: Tracer, stack: StackTensorProxy, index: Any, value: Any, extra
     items, inputs, shape = tracer._index_items(stack.tensor_like, index)
     full = (*_pointer_shape(stack), *shape)
     inputs.append(tracer._stored_value(value, full, stack.dtype))
-    attrs = {"tensor": stack.tensor_like.arg, "items": tuple(items), "value": len(inputs) - 1, "mask": None}
+    attrs = {
+        "tensor": stack.tensor_like.arg,
+        "items": tuple(items),
+        "value": len(inputs) - 1,
+        "mask": None,
+    }
     inputs.append(stack.dev_ptrs.value)
     attrs["ptrs"] = len(inputs) - 1
     mask = jagged.access_mask(tracer, full, extra_mask, "a StackTensor store")

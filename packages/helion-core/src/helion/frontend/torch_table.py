@@ -79,7 +79,9 @@ def kwargs_to_attrs(kwargs: dict) -> dict:
 def _binary(op_name: str, reverse: bool = False) -> Handler:
     op = ops.BINARY[op_name]
 
-    def handler(tracer: Any, a: Any, b: Any, *, alpha: Any = None, out: Any = None, **kwargs: Any) -> DeviceValue:
+    def handler(
+        tracer: Any, a: Any, b: Any, *, alpha: Any = None, out: Any = None, **kwargs: Any
+    ) -> DeviceValue:
         if out is not None:
             raise exc.NotAllowedOnDevice(f"out= in torch.{op_name}", loc=tracer.current_loc())
         if alpha is not None:
@@ -130,20 +132,30 @@ _UNARY_FUNCS = {
 }
 for _name, (_func, _op_name) in _UNARY_FUNCS.items():
     register(_func, *_methods(_name))(_unary(_op_name))
-for _alias, _op_name in ((torch.Tensor.__neg__, "neg"), (torch.Tensor.__abs__, "abs"), (torch.Tensor.__invert__, "bitwise_not")):
+for _alias, _op_name in (
+    (torch.Tensor.__neg__, "neg"),
+    (torch.Tensor.__abs__, "abs"),
+    (torch.Tensor.__invert__, "bitwise_not"),
+):
     if _alias not in _TABLE:  # some dunders are the same object as the named method
         register(_alias)(_unary(_op_name))
 register(F.relu)(_unary("relu"))
 register(F.silu)(_unary("silu"))
-register(F.sigmoid if hasattr(F, "sigmoid") and F.sigmoid is not torch.sigmoid else None)(_unary("sigmoid"))
+register(F.sigmoid if hasattr(F, "sigmoid") and F.sigmoid is not torch.sigmoid else None)(
+    _unary("sigmoid")
+)
 register(F.tanh if hasattr(F, "tanh") and F.tanh is not torch.tanh else None)(_unary("tanh"))
 
 
 @register(F.gelu)
 def _gelu(tracer: Any, x: Any, approximate: str = "none") -> DeviceValue:
     if approximate not in ("none", "tanh"):
-        raise exc.TypeInferenceError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
-    return tracer.wrap(tracer.emit(ops.UNARY["gelu"], [_value(tracer, x)], {"approximate": approximate}))
+        raise exc.TypeInferenceError(
+            f"gelu approximate must be 'none' or 'tanh', got {approximate!r}"
+        )
+    return tracer.wrap(
+        tracer.emit(ops.UNARY["gelu"], [_value(tracer, x)], {"approximate": approximate})
+    )
 
 
 @register(F.softplus)
@@ -158,7 +170,13 @@ def _softplus(tracer: Any, x: Any, beta: float = 1.0, threshold: float = 20.0) -
 
 register(F.leaky_relu)(
     lambda tracer, x, negative_slope=0.01, inplace=False: tracer.call_torch(
-        torch.where, (tracer.call_torch(operator.gt, (x, 0), {}), x, tracer.call_torch(torch.mul, (x, negative_slope), {})), {}
+        torch.where,
+        (
+            tracer.call_torch(operator.gt, (x, 0), {}),
+            x,
+            tracer.call_torch(torch.mul, (x, negative_slope), {}),
+        ),
+        {},
     )
 )
 
@@ -194,32 +212,50 @@ for _name, (_func, _method_names, _reverse_name) in _BINARY_FUNCS.items():
 register(operator.gt)(_binary("gt"))
 
 
-def _divide(tracer: Any, a: Any, b: Any, *, rounding_mode: str | None = None, reverse: bool = False) -> DeviceValue:
+def _divide(
+    tracer: Any, a: Any, b: Any, *, rounding_mode: str | None = None, reverse: bool = False
+) -> DeviceValue:
     lhs, rhs = (b, a) if reverse else (a, b)
     if rounding_mode is None:
-        return tracer.wrap(tracer.emit(ops.BINARY["truediv"], [tracer.to_operand(lhs), tracer.to_operand(rhs)]))
+        return tracer.wrap(
+            tracer.emit(ops.BINARY["truediv"], [tracer.to_operand(lhs), tracer.to_operand(rhs)])
+        )
     if rounding_mode == "floor":
-        return tracer.wrap(tracer.emit(ops.BINARY["floordiv"], [tracer.to_operand(lhs), tracer.to_operand(rhs)]))
+        return tracer.wrap(
+            tracer.emit(ops.BINARY["floordiv"], [tracer.to_operand(lhs), tracer.to_operand(rhs)])
+        )
     if rounding_mode == "trunc":
-        quotient = tracer.wrap(tracer.emit(ops.BINARY["truediv"], [tracer.to_operand(lhs), tracer.to_operand(rhs)]))
+        quotient = tracer.wrap(
+            tracer.emit(ops.BINARY["truediv"], [tracer.to_operand(lhs), tracer.to_operand(rhs)])
+        )
         return tracer.call_torch(torch.trunc, (quotient,), {})
     raise exc.TypeInferenceError(f"unknown rounding_mode {rounding_mode!r}")
 
 
-register(torch.div, torch.true_divide, *_methods("div", "divide", "true_divide", "__truediv__"))(_divide)
+register(torch.div, torch.true_divide, *_methods("div", "divide", "true_divide", "__truediv__"))(
+    _divide
+)
 register(*_methods("__rtruediv__"))(lambda tracer, a, b: _divide(tracer, a, b, reverse=True))
 
 
 @register(torch.where, *_methods("where"))
 def _where(tracer: Any, cond: Any, a: Any = None, b: Any = None) -> DeviceValue:
     if a is None or b is None:
-        raise exc.DataDependentOutputShapeNotSupported("torch.where with one argument", loc=tracer.current_loc())
-    return tracer.wrap(tracer.emit(ops.where, [_value(tracer, cond), tracer.to_operand(a), tracer.to_operand(b)]))
+        raise exc.DataDependentOutputShapeNotSupported(
+            "torch.where with one argument", loc=tracer.current_loc()
+        )
+    return tracer.wrap(
+        tracer.emit(ops.where, [_value(tracer, cond), tracer.to_operand(a), tracer.to_operand(b)])
+    )
 
 
 @register(torch.clamp, torch.clip, *_methods("clamp", "clip"))
 def _clamp(tracer: Any, x: Any, min: Any = None, max: Any = None) -> DeviceValue:
-    inputs = [_value(tracer, x), None if min is None else tracer.to_operand(min), None if max is None else tracer.to_operand(max)]
+    inputs = [
+        _value(tracer, x),
+        None if min is None else tracer.to_operand(min),
+        None if max is None else tracer.to_operand(max),
+    ]
     return tracer.wrap(tracer.emit(ops.clamp, inputs))
 
 
@@ -236,7 +272,9 @@ def _clamp_max(tracer: Any, x: Any, max: Any) -> DeviceValue:
 @register(torch.lerp, *_methods("lerp"))
 def _lerp(tracer: Any, start: Any, end: Any, weight: Any) -> DeviceValue:
     diff = tracer.call_torch(torch.sub, (end, start), {})
-    return tracer.call_torch(torch.add, (start, tracer.call_torch(torch.mul, (weight, diff), {})), {})
+    return tracer.call_torch(
+        torch.add, (start, tracer.call_torch(torch.mul, (weight, diff), {})), {}
+    )
 
 
 # -- casts ---------------------------------------------------------------------------------------
@@ -297,7 +335,9 @@ def _norm_dim(tracer: Any, value: Value, dim: Any, what: str) -> int:
 def _reduce(kind: str) -> Handler:
     op = ops.REDUCTIONS[kind]
 
-    def handler(tracer: Any, x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> DeviceValue:
+    def handler(
+        tracer: Any, x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
+    ) -> DeviceValue:
         value = _value(tracer, x)
         axis = _norm_dim(tracer, value, dim, f"torch.{kind}")
         attrs = {"dim": axis, "keepdim": bool(keepdim)}
@@ -326,7 +366,11 @@ def _max_min(kind: str) -> Handler:
             return _reduce("a" + kind)(tracer, x, None, False)
         values = _reduce("a" + kind)(tracer, x, dim, keepdim)
         indices = _reduce("arg" + kind)(tracer, x, dim, keepdim)
-        return torch.return_types.max((values, indices)) if kind == "max" else torch.return_types.min((values, indices))
+        return (
+            torch.return_types.max((values, indices))
+            if kind == "max"
+            else torch.return_types.min((values, indices))
+        )
 
     return handler
 
@@ -343,13 +387,16 @@ def _extent(tracer: Any, value: Value, dim: int) -> Any:
     # a tile dimension: the valid lanes of this tile, end - begin
     info = next(b for b in tracer.ir.block_sizes if b.symbol == value.shape[dim])
     raise exc.InvalidReductionDim(
-        "mean/var", f"tile dimension {info.block_id} (the count of valid lanes varies per tile; use sum() and divide)",
+        "mean/var",
+        f"tile dimension {info.block_id} (the count of valid lanes varies per tile; use sum() and divide)",
         loc=tracer.current_loc(),
     )
 
 
 @register(torch.mean, *_methods("mean"))
-def _mean(tracer: Any, x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> DeviceValue:
+def _mean(
+    tracer: Any, x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
+) -> DeviceValue:
     value = _value(tracer, x)
     if dtype is not None:
         value = _cast(tracer, DeviceValue(tracer, value), dtype).value
@@ -376,26 +423,52 @@ def _var_parts(tracer: Any, x: Any, dim: Any, correction: Any, unbiased: Any, ke
     mean = tracer.call_torch(torch.div, (_reduce("sum")(tracer, source, axis, True), count), {})
     centered = tracer.call_torch(torch.sub, (source, mean), {})
     squares = tracer.call_torch(torch.mul, (centered, centered), {})
-    var = tracer.call_torch(torch.div, (_reduce("sum")(tracer, squares, axis, keepdim), max(count - correction, 0)), {})
+    var = tracer.call_torch(
+        torch.div, (_reduce("sum")(tracer, squares, axis, keepdim), max(count - correction, 0)), {}
+    )
     if not keepdim:
         mean = tracer.call_torch(torch.squeeze, (mean, axis), {})
     return value.dtype, var, mean
 
 
 @register(torch.var, *_methods("var"))
-def _var(tracer: Any, x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> DeviceValue:
+def _var(
+    tracer: Any,
+    x: Any,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> DeviceValue:
     dtype, var, _ = _var_parts(tracer, x, dim, correction, unbiased, keepdim)
     return _cast(tracer, var, dtype)
 
 
 @register(torch.std, *_methods("std"))
-def _std(tracer: Any, x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> DeviceValue:
+def _std(
+    tracer: Any,
+    x: Any,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> DeviceValue:
     dtype, var, _ = _var_parts(tracer, x, dim, correction, unbiased, keepdim)
     return _cast(tracer, tracer.call_torch(torch.sqrt, (var,), {}), dtype)
 
 
 @register(torch.var_mean)
-def _var_mean(tracer: Any, x: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None):
+def _var_mean(
+    tracer: Any,
+    x: Any,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+):
     dtype, var, mean = _var_parts(tracer, x, dim, correction, unbiased, keepdim)
     return _cast(tracer, var, dtype), _cast(tracer, mean, dtype)
 
@@ -407,12 +480,18 @@ def _logsumexp(tracer: Any, x: Any, dim: Any, keepdim: bool = False) -> DeviceVa
     source = _upcast(tracer, DeviceValue(tracer, value))
     peak = _reduce("amax")(tracer, source, axis, True)
     # a row of -inf would give nan from (-inf) - (-inf); use 0 as its shift instead
-    safe_peak = tracer.call_torch(torch.where, (tracer.call_torch(torch.isinf, (peak,), {}), 0.0, peak), {})
-    shifted = tracer.call_torch(torch.exp, (tracer.call_torch(torch.sub, (source, safe_peak), {}),), {})
+    safe_peak = tracer.call_torch(
+        torch.where, (tracer.call_torch(torch.isinf, (peak,), {}), 0.0, peak), {}
+    )
+    shifted = tracer.call_torch(
+        torch.exp, (tracer.call_torch(torch.sub, (source, safe_peak), {}),), {}
+    )
     total = _reduce("sum")(tracer, shifted, axis, keepdim)
     if not keepdim:
         safe_peak = tracer.call_torch(torch.squeeze, (safe_peak, axis), {})
-    result = tracer.call_torch(torch.add, (tracer.call_torch(torch.log, (total,), {}), safe_peak), {})
+    result = tracer.call_torch(
+        torch.add, (tracer.call_torch(torch.log, (total,), {}), safe_peak), {}
+    )
     return _cast(tracer, result, value.dtype if value.dtype.is_floating_point else torch.float32)
 
 
@@ -427,19 +506,25 @@ def _softmax_impl(tracer: Any, x: Any, dim: Any, dtype: Any, log: bool) -> Devic
     exps = tracer.call_torch(torch.exp, (shifted,), {})
     total = _reduce("sum")(tracer, exps, axis, True)
     if log:
-        result = tracer.call_torch(torch.sub, (shifted, tracer.call_torch(torch.log, (total,), {})), {})
+        result = tracer.call_torch(
+            torch.sub, (shifted, tracer.call_torch(torch.log, (total,), {})), {}
+        )
     else:
         result = tracer.call_torch(torch.div, (exps, total), {})
     return _cast(tracer, result, value.dtype)
 
 
 @register(torch.softmax, F.softmax, *_methods("softmax"))
-def _softmax(tracer: Any, x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> DeviceValue:
+def _softmax(
+    tracer: Any, x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None
+) -> DeviceValue:
     return _softmax_impl(tracer, x, dim, dtype, log=False)
 
 
 @register(torch.log_softmax, F.log_softmax, *_methods("log_softmax"))
-def _log_softmax(tracer: Any, x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> DeviceValue:
+def _log_softmax(
+    tracer: Any, x: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None
+) -> DeviceValue:
     return _softmax_impl(tracer, x, dim, dtype, log=True)
 
 
@@ -477,31 +562,58 @@ register(torch.cummin, *_methods("cummin"))(_cum_extreme("cummin"))
 # -- matmul --------------------------------------------------------------------------------------
 
 
-def emit_dot(tracer: Any, a: Any, b: Any, acc: Any, out_dtype: Any, *, default_float32: bool) -> DeviceValue:
+def emit_dot(
+    tracer: Any, a: Any, b: Any, acc: Any, out_dtype: Any, *, default_float32: bool
+) -> DeviceValue:
     va, vb = _value(tracer, a), _value(tracer, b)
     if va.type.ndim not in (2, 3) or vb.type.ndim not in (2, 3) or va.type.ndim != vb.type.ndim:
-        raise exc.RankMismatch("2-D x 2-D or 3-D x 3-D", f"{va.type.ndim}-D x {vb.type.ndim}-D", "matmul", loc=tracer.current_loc())
+        raise exc.RankMismatch(
+            "2-D x 2-D or 3-D x 3-D",
+            f"{va.type.ndim}-D x {vb.type.ndim}-D",
+            "matmul",
+            loc=tracer.current_loc(),
+        )
     k_a, k_b = va.shape[-1], vb.shape[-2]
     if not ops.dims_equal(k_a, k_b):
-        raise exc.ShapeMismatch(f"matmul inner dimensions differ: {k_a} vs {k_b}", loc=tracer.current_loc())
+        raise exc.ShapeMismatch(
+            f"matmul inner dimensions differ: {k_a} vs {k_b}", loc=tracer.current_loc()
+        )
     if va.type.ndim == 3:
         try:
             ops.broadcast_shapes(va.shape[:1], vb.shape[:1])
         except ValueError:
-            raise exc.DotBatchDimensionMismatch(str(va.shape[0]), str(vb.shape[0]), loc=tracer.current_loc()) from None
-    allowed = {torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.float8_e4m3fn, torch.float8_e5m2}
+            raise exc.DotBatchDimensionMismatch(
+                str(va.shape[0]), str(vb.shape[0]), loc=tracer.current_loc()
+            ) from None
+    allowed = {
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.int8,
+        torch.float8_e4m3fn,
+        torch.float8_e5m2,
+    }
     for v in (va, vb):
         if v.dtype not in allowed:
-            raise exc.TypeInferenceError(f"matmul does not support {v.dtype} inputs", loc=tracer.current_loc())
+            raise exc.TypeInferenceError(
+                f"matmul does not support {v.dtype} inputs", loc=tracer.current_loc()
+            )
     if (va.dtype == torch.int8) != (vb.dtype == torch.int8):
-        raise exc.TypeInferenceError(f"matmul of {va.dtype} with {vb.dtype}: int8 must pair with int8", loc=tracer.current_loc())
+        raise exc.TypeInferenceError(
+            f"matmul of {va.dtype} with {vb.dtype}: int8 must pair with int8",
+            loc=tracer.current_loc(),
+        )
     if va.dtype != vb.dtype and not default_float32:
-        raise exc.TypeInferenceError(f"matmul of mismatched dtypes {va.dtype} and {vb.dtype}", loc=tracer.current_loc())
+        raise exc.TypeInferenceError(
+            f"matmul of mismatched dtypes {va.dtype} and {vb.dtype}", loc=tracer.current_loc()
+        )
     acc_value = None
     if acc is not None:
         acc_value = _value(tracer, acc)
         if va.dtype == torch.int8 and acc_value.dtype != torch.int32:
-            raise exc.TypeInferenceError("int8 matmul needs an int32 accumulator", loc=tracer.current_loc())
+            raise exc.TypeInferenceError(
+                "int8 matmul needs an int32 accumulator", loc=tracer.current_loc()
+            )
         result_dtype = acc_value.dtype
     elif out_dtype is not None:
         result_dtype = out_dtype
@@ -523,7 +635,10 @@ def emit_dot(tracer: Any, a: Any, b: Any, acc: Any, out_dtype: Any, *, default_f
     node = tracer.emit(ops.dot, [va, vb, acc_value], {"out_dtype": result_dtype})
     result = node.output
     if acc_value is not None and not ops.shapes_equal(result.shape, acc_value.shape):
-        raise exc.ShapeMismatch(f"accumulator shape {list(acc_value.shape)} != product shape {list(result.shape)}", loc=tracer.current_loc())
+        raise exc.ShapeMismatch(
+            f"accumulator shape {list(acc_value.shape)} != product shape {list(result.shape)}",
+            loc=tracer.current_loc(),
+        )
     return DeviceValue(tracer, result)
 
 
@@ -544,11 +659,15 @@ def _bmm(tracer: Any, a: Any, b: Any, out_dtype: Any = None) -> DeviceValue:
     return emit_dot(tracer, a, b, None, out_dtype, default_float32=False)
 
 
-def _addmm_like(tracer: Any, acc: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> DeviceValue:
+def _addmm_like(
+    tracer: Any, acc: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1
+) -> DeviceValue:
     if beta != 1 or alpha != 1:
         product = emit_dot(tracer, a, b, None, torch.float32, default_float32=True)
         scaled = tracer.call_torch(torch.mul, (product, alpha), {})
-        return tracer.call_torch(torch.add, (tracer.call_torch(torch.mul, (acc, beta), {}), scaled), {})
+        return tracer.call_torch(
+            torch.add, (tracer.call_torch(torch.mul, (acc, beta), {}), scaled), {}
+        )
     acc_value = _value(tracer, acc)
     product_shape = None
     try:
@@ -600,7 +719,9 @@ def _reshape(tracer: Any, x: Any, *shape_args: Any) -> DeviceValue:
         known = _numel(tuple(d for d in dims if d is not None))
         dims[unknown] = sympy.simplify(total / known)
     if not ops.dims_equal(_numel(tuple(dims)), total):
-        raise exc.ShapeMismatch(f"cannot reshape {list(value.shape)} to {dims}", loc=tracer.current_loc())
+        raise exc.ShapeMismatch(
+            f"cannot reshape {list(value.shape)} to {dims}", loc=tracer.current_loc()
+        )
     return tracer.wrap(tracer.emit(ops.view_reshape, [value], {"shape": tuple(dims)}))
 
 
@@ -609,7 +730,9 @@ def _permute(tracer: Any, x: Any, *dims: Any) -> DeviceValue:
     value = _value(tracer, x)
     order = [d % value.type.ndim for d in _shape_arg(dims)]
     if sorted(order) != list(range(value.type.ndim)):
-        raise exc.ShapeMismatch(f"{order} is not a permutation of {value.type.ndim} dims", loc=tracer.current_loc())
+        raise exc.ShapeMismatch(
+            f"{order} is not a permutation of {value.type.ndim} dims", loc=tracer.current_loc()
+        )
     return tracer.wrap(tracer.emit(ops.view_permute, [value], {"dims": tuple(order)}))
 
 
@@ -638,14 +761,20 @@ def _unsqueeze(tracer: Any, x: Any, dim: int) -> DeviceValue:
     items.insert(dim, None)
     shape = list(value.shape)
     shape.insert(dim, sympy.Integer(1))
-    return tracer.wrap(tracer.emit(ops.view_subscript, [value], {"items": tuple(items), "shape": tuple(shape)}))
+    return tracer.wrap(
+        tracer.emit(ops.view_subscript, [value], {"items": tuple(items), "shape": tuple(shape)})
+    )
 
 
 @register(torch.squeeze, *_methods("squeeze"))
 def _squeeze(tracer: Any, x: Any, dim: Any = None) -> DeviceValue:
     value = _value(tracer, x)
     shape = list(value.shape)
-    dims = range(len(shape)) if dim is None else [d % len(shape) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+    dims = (
+        range(len(shape))
+        if dim is None
+        else [d % len(shape) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+    )
     keep = [i for i in range(len(shape)) if not (i in dims and shape[i] == 1)]
     new_shape = tuple(shape[i] for i in keep)
     if len(new_shape) == len(shape):
@@ -678,7 +807,9 @@ def _broadcast_to(tracer: Any, x: Any, size: Any) -> DeviceValue:
 
 @register(*_methods("expand_as"))
 def _expand_as(tracer: Any, x: Any, other: Any) -> DeviceValue:
-    return tracer.wrap(tracer.emit(ops.view_expand, [_value(tracer, x)], {"shape": _value(tracer, other).shape}))
+    return tracer.wrap(
+        tracer.emit(ops.view_expand, [_value(tracer, x)], {"shape": _value(tracer, other).shape})
+    )
 
 
 @register(*_methods("contiguous", "clone", "detach"), torch.clone)
@@ -693,7 +824,13 @@ def _like(fill: Any) -> Handler:
     def handler(tracer: Any, x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> DeviceValue:
         value = _value(tracer, x)
         fill_value = args[0] if fill is None else fill
-        return tracer.wrap(tracer.emit(ops.full, [], {"shape": value.shape, "value": fill_value, "dtype": dtype or value.dtype}))
+        return tracer.wrap(
+            tracer.emit(
+                ops.full,
+                [],
+                {"shape": value.shape, "value": fill_value, "dtype": dtype or value.dtype},
+            )
+        )
 
     return handler
 
@@ -738,11 +875,19 @@ def _not_on_device(what: str, hint: str) -> Handler:
     return handler
 
 
-register(torch.nonzero, *_methods("nonzero"))(_not_on_device("torch.nonzero", "its output shape depends on data"))
-register(torch.chunk, torch.split, torch.unbind, torch.tensor_split, *_methods("chunk", "split", "unbind"))(
-    _not_on_device("splitting a tile", "use hl.split")
+register(torch.nonzero, *_methods("nonzero"))(
+    _not_on_device("torch.nonzero", "its output shape depends on data")
 )
-register(*_methods("item", "tolist"))(_not_on_device(".item()", "device values cannot be read on the host"))
+register(
+    torch.chunk,
+    torch.split,
+    torch.unbind,
+    torch.tensor_split,
+    *_methods("chunk", "split", "unbind"),
+)(_not_on_device("splitting a tile", "use hl.split"))
+register(*_methods("item", "tolist"))(
+    _not_on_device(".item()", "device values cannot be read on the host")
+)
 register(*_methods("add_", "mul_", "sub_", "div_", "copy_", "zero_", "fill_"))(
     _not_on_device("in-place tensor methods", "assign the result instead")
 )

@@ -114,8 +114,17 @@ class Tracer:
     # ------------------------------------------------------------------------------------------
     # entry
 
-    def trace(self, device_fn: Callable, names: Sequence[str], values: Sequence[Any], runtime_scalars: set[str]) -> KernelIR:
-        proxies = [self._enter_host_value(i, n, v, runtime_scalars) for i, (n, v) in enumerate(zip(names, values, strict=True))]
+    def trace(
+        self,
+        device_fn: Callable,
+        names: Sequence[str],
+        values: Sequence[Any],
+        runtime_scalars: set[str],
+    ) -> KernelIR:
+        proxies = [
+            self._enter_host_value(i, n, v, runtime_scalars)
+            for i, (n, v) in enumerate(zip(names, values, strict=True))
+        ]
         # each tensor of a tuple/list argument (e.g. the peer buffers of a symmetric tensor) is a
         # kernel argument of its own, re-read from the sequence at every launch like a capture
         for position, inp in enumerate(self.inputs):
@@ -133,16 +142,24 @@ class Tracer:
             self.ir.rng_seed.index = len(self.inputs) + len(self.ir.lifted)
         return self.ir
 
-    def _enter_host_value(self, index: int, name: str, value: Any, runtime_scalars: set[str]) -> Any:
+    def _enter_host_value(
+        self, index: int, name: str, value: Any, runtime_scalars: set[str]
+    ) -> Any:
         if isinstance(value, torch.Tensor):
-            arg = TensorArg(name, index, tuple(value.shape), tuple(value.stride()), value.dtype, value.device)
+            arg = TensorArg(
+                name, index, tuple(value.shape), tuple(value.stride()), value.dtype, value.device
+            )
             self.ir.tensor_args.append(arg)
             self.inputs.append(HostInput(name, "tensor", value))
             return HostTensor(self, arg, value)
         if isinstance(value, ConstExpr):
             self.inputs.append(HostInput(name, "constant", value))
             return value.value
-        if isinstance(value, (int, float)) and not isinstance(value, (bool, BlockSizeInt)) and name in runtime_scalars:
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, (bool, BlockSizeInt))
+            and name in runtime_scalars
+        ):
             dtype = torch.int64 if isinstance(value, int) else torch.float32
             block_arg = Value(TensorType((), dtype), name)
             self.ir.body.args.append(block_arg)
@@ -152,7 +169,11 @@ class Tracer:
         if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
             self.inputs.append(HostInput(name, "constant", value))
             return value
-        if isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        if (
+            isinstance(value, (tuple, list))
+            and value
+            and all(isinstance(v, torch.Tensor) for v in value)
+        ):
             self.inputs.append(HostInput(name, "tensors", value))
             return value  # replaced by a sequence of HostTensors in trace()
         self.inputs.append(HostInput(name, "other", value))
@@ -186,7 +207,13 @@ class Tracer:
     def block(self) -> Block:
         return self.blocks[-1]
 
-    def emit(self, op: ops.Op, inputs: Sequence[Any], attrs: dict[str, Any] | None = None, types: list | None = None) -> Node:
+    def emit(
+        self,
+        op: ops.Op,
+        inputs: Sequence[Any],
+        attrs: dict[str, Any] | None = None,
+        types: list | None = None,
+    ) -> Node:
         attrs = attrs or {}
         inputs = list(inputs)
         if op.reduction and self.jagged_loops:
@@ -219,10 +246,16 @@ class Tracer:
         if isinstance(value, (bool, int, float)):
             return value
         if value is UNDEFINED:
-            raise exc.UndefinedVariable("a variable assigned in only one branch of an `if`", loc=self.current_loc())
+            raise exc.UndefinedVariable(
+                "a variable assigned in only one branch of an `if`", loc=self.current_loc()
+            )
         if isinstance(value, torch.Tensor):
-            raise exc.HostTensorDirectUsage("a tensor created in device code with torch on the host", loc=self.current_loc())
-        raise exc.TypeInferenceError(f"unsupported {what} of type {type(value).__name__} in device code")
+            raise exc.HostTensorDirectUsage(
+                "a tensor created in device code with torch on the host", loc=self.current_loc()
+            )
+        raise exc.TypeInferenceError(
+            f"unsupported {what} of type {type(value).__name__} in device code"
+        )
 
     def as_value(self, value: Any, dtype: torch.dtype | None = None) -> Value:
         """Like to_operand, but constants become 0-D values."""
@@ -230,7 +263,13 @@ class Tracer:
         if isinstance(operand, Value):
             return operand
         if dtype is None:
-            dtype = torch.bool if isinstance(operand, bool) else torch.int64 if isinstance(operand, int) else torch.float32
+            dtype = (
+                torch.bool
+                if isinstance(operand, bool)
+                else torch.int64
+                if isinstance(operand, int)
+                else torch.float32
+            )
         return self.emit(ops.constant, [], {"value": operand, "dtype": dtype}).output
 
     # ------------------------------------------------------------------------------------------
@@ -270,7 +309,14 @@ class Tracer:
             if info.symbol == dim:
                 if info.kind == "reduction":
                     return SymDim(info.size_hint, dim)
-                return self.wrap(self.emit(ops.TILE_ATTRS["block_size"], [], {"block_id": info.block_id}, [TensorType((), torch.int32)]))
+                return self.wrap(
+                    self.emit(
+                        ops.TILE_ATTRS["block_size"],
+                        [],
+                        {"block_id": info.block_id},
+                        [TensorType((), torch.int32)],
+                    )
+                )
         raise exc.TypeInferenceError(f"the size {dim} is not known in device code")
 
     def shape_item(self, item: Any) -> sympy.Expr:
@@ -296,10 +342,14 @@ class Tracer:
     # ------------------------------------------------------------------------------------------
     # loops
 
-    def hl_tile(self, begin_or_end: Any, end_or_none: Any = None, *, block_size: Any = None) -> TileLoopRequest:
+    def hl_tile(
+        self, begin_or_end: Any, end_or_none: Any = None, *, block_size: Any = None
+    ) -> TileLoopRequest:
         return self._loop_request(begin_or_end, end_or_none, block_size, is_grid=False)
 
-    def hl_grid(self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None) -> TileLoopRequest:
+    def hl_grid(
+        self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None
+    ) -> TileLoopRequest:
         if step not in (None, 1):
             raise exc.NotAllowedOnDevice("hl.grid with a step other than 1", loc=self.current_loc())
         return self._loop_request(begin_or_end, end_or_none, None, is_grid=True)
@@ -310,17 +360,25 @@ class Tracer:
     def hl_stacktensor_like(self, tensor_like: Any, dev_ptrs: Any) -> Any:
         return stack.make(self, tensor_like, dev_ptrs)
 
-    def _loop_request(self, begin_or_end: Any, end_or_none: Any, block_size: Any, *, is_grid: bool) -> TileLoopRequest:
+    def _loop_request(
+        self, begin_or_end: Any, end_or_none: Any, block_size: Any, *, is_grid: bool
+    ) -> TileLoopRequest:
         multi = isinstance(begin_or_end, (list, tuple, torch.Size))
         if end_or_none is None:
             ends = list(begin_or_end) if multi else [begin_or_end]
             begins = [0] * len(ends)
         else:
             begins = list(begin_or_end) if multi else [begin_or_end]
-            ends = list(end_or_none) if isinstance(end_or_none, (list, tuple, torch.Size)) else [end_or_none]
+            ends = (
+                list(end_or_none)
+                if isinstance(end_or_none, (list, tuple, torch.Size))
+                else [end_or_none]
+            )
             multi = multi or isinstance(end_or_none, (list, tuple, torch.Size))
         if len(begins) != len(ends):
-            raise exc.RankMismatch(len(begins), len(ends), "begin and end of hl.tile", loc=self.current_loc())
+            raise exc.RankMismatch(
+                len(begins), len(ends), "begin and end of hl.tile", loc=self.current_loc()
+            )
         if isinstance(block_size, (list, tuple)):
             block_sizes = list(block_size)
         else:
@@ -333,7 +391,9 @@ class Tracer:
     def _bound_operand(self, bound: Any) -> Any:
         if isinstance(bound, DeviceValue):
             if bound.ndim != 0:
-                raise exc.TypeInferenceError("loop bounds must be scalars (0-D)", loc=self.current_loc())
+                raise exc.TypeInferenceError(
+                    "loop bounds must be scalars (0-D)", loc=self.current_loc()
+                )
             return bound.value
         return self.to_operand(bound, "loop bound")
 
@@ -377,10 +437,14 @@ class Tracer:
         loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=self.location_fn(*loc))
         self.ir.loops.append(loop_info)
         tiles = [Value(TileType(b, request.is_grid), "tile") for b in block_ids]
-        carried_values = [self.as_value(c) if not isinstance(c, DeviceValue) else c.value for c in carried]
+        carried_values = [
+            self.as_value(c) if not isinstance(c, DeviceValue) else c.value for c in carried
+        ]
         for c in carried:
             if isinstance(c, (TileProxy, HostTensor)) or c is UNDEFINED:
-                raise exc.TypeInferenceError("only device tensors and numbers can be carried by a loop", loc=loop_info.loc)
+                raise exc.TypeInferenceError(
+                    "only device tensors and numbers can be carried by a loop", loc=loop_info.loc
+                )
         inner_carried = [Value(v.type, v.name_hint) for v in carried_values]
         body = Block(tiles + inner_carried)
         self.blocks.append(body)
@@ -397,7 +461,10 @@ class Tracer:
             tile_proxies = [self._loop_variable(t, request.is_grid) for t in tiles]
             target = tuple(tile_proxies) if request.multi else tile_proxies[0]
             results = body_fn(target, *[DeviceValue(self, v) for v in inner_carried])
-            body.yields = [self._coerce_carried(r, init, loop_info.loc) for r, init in zip(results, carried_values, strict=True)]
+            body.yields = [
+                self._coerce_carried(r, init, loop_info.loc)
+                for r, init in zip(results, carried_values, strict=True)
+            ]
         finally:
             if top_level:
                 self.loop_deps.end_loop()
@@ -407,8 +474,21 @@ class Tracer:
             self.open_tiles = outer_tiles
             self.blocks.pop()
         op = ops.grid_loop if top_level else ops.tile_loop
-        attrs = {"block_ids": block_ids, "begins": begins, "ends": ends, "loop_id": loop_info.loop_id, "is_grid": request.is_grid}
-        node = Node(op, carried_values, attrs, [Value(v.type, v.name_hint) for v in carried_values], [body], loop_info.loc)
+        attrs = {
+            "block_ids": block_ids,
+            "begins": begins,
+            "ends": ends,
+            "loop_id": loop_info.loop_id,
+            "is_grid": request.is_grid,
+        }
+        node = Node(
+            op,
+            carried_values,
+            attrs,
+            [Value(v.type, v.name_hint) for v in carried_values],
+            [body],
+            loop_info.loc,
+        )
         loop_info.node = node
         self.block.nodes.append(node)
         return tuple(DeviceValue(self, v) for v in node.outputs)
@@ -447,7 +527,9 @@ class Tracer:
             carried = tuple(body_fn(item, *carried))
         return carried
 
-    def if_(self, cond: Any, then_fn: Callable, else_fn: Callable, inputs: tuple, loc: tuple) -> tuple:
+    def if_(
+        self, cond: Any, then_fn: Callable, else_fn: Callable, inputs: tuple, loc: tuple
+    ) -> tuple:
         if isinstance(cond, ConstExpr):
             cond = cond.value
         if not isinstance(cond, (DeviceValue, TileProxy)):
@@ -456,7 +538,8 @@ class Tracer:
         cond_value = self.to_operand(cond)
         if cond_value.type.ndim != 0:
             raise exc.TypeInferenceError(
-                "`if` on a tensor with dimensions is data dependent per lane; use torch.where", loc=location
+                "`if` on a tensor with dimensions is data dependent per lane; use torch.where",
+                loc=location,
             )
         branches = []
         results = []
@@ -534,7 +617,9 @@ class Tracer:
     # ------------------------------------------------------------------------------------------
     # memory
 
-    def _index_items(self, tensor: HostTensor, index: Any) -> tuple[list[tuple], list[Any], tuple[sympy.Expr, ...]]:
+    def _index_items(
+        self, tensor: HostTensor, index: Any
+    ) -> tuple[list[tuple], list[Any], tuple[sympy.Expr, ...]]:
         """Classify subscript items; returns (item descriptors, dynamic inputs, result shape)."""
         if not isinstance(index, (tuple, list)):
             index = (index,)
@@ -545,7 +630,9 @@ class Tracer:
             index[position : position + 1] = [slice(None)] * (tensor.ndim - consumed)
         consumed = sum(1 for i in index if i is not None)
         if consumed != tensor.ndim:
-            raise exc.RankMismatch(tensor.ndim, consumed, f"indexing {tensor.arg.name}", loc=self.current_loc())
+            raise exc.RankMismatch(
+                tensor.ndim, consumed, f"indexing {tensor.arg.name}", loc=self.current_loc()
+            )
         items: list[tuple] = []
         inputs: list[Any] = []
         shape: list[sympy.Expr] = []
@@ -582,7 +669,9 @@ class Tracer:
                 items.append(("const", value))
             elif isinstance(item, DeviceValue):
                 if item.dtype == torch.bool:
-                    raise exc.DataDependentOutputShapeNotSupported("boolean-mask indexing", loc=self.current_loc())
+                    raise exc.DataDependentOutputShapeNotSupported(
+                        "boolean-mask indexing", loc=self.current_loc()
+                    )
                 if item.dtype.is_floating_point:
                     raise exc.InvalidIndexingType("a floating-point tensor", loc=self.current_loc())
                 inputs.append(item.value)
@@ -605,13 +694,17 @@ class Tracer:
             shape[tensor_position : tensor_position + 1] = list(broadcast)
         return items, inputs, tuple(shape)
 
-    def load(self, tensor: Any, index: Any, extra_mask: Any, eviction_policy: str | None) -> DeviceValue:
+    def load(
+        self, tensor: Any, index: Any, extra_mask: Any, eviction_policy: str | None
+    ) -> DeviceValue:
         if isinstance(tensor, stack.StackTensorProxy):
             return stack.load(self, tensor, index, extra_mask, eviction_policy)
         if not isinstance(tensor, HostTensor):
             if isinstance(tensor, DeviceValue):
                 return self.subscript(tensor, index)
-            raise exc.InvalidIndexingType(f"hl.load of a {type(tensor).__name__}", loc=self.current_loc())
+            raise exc.InvalidIndexingType(
+                f"hl.load of a {type(tensor).__name__}", loc=self.current_loc()
+            )
         self.loop_deps.access(tensor.arg, False, self.current_loc())
         items, inputs, shape = self._index_items(tensor, index)
         mask_index = None
@@ -644,7 +737,12 @@ class Tracer:
         if mask is not None:
             inputs.append(mask)
             mask_index = len(inputs) - 1
-        attrs = {"tensor": tensor.arg, "items": tuple(items), "value": value_index, "mask": mask_index}
+        attrs = {
+            "tensor": tensor.arg,
+            "items": tuple(items),
+            "value": value_index,
+            "mask": mask_index,
+        }
         self.emit(ops.store, inputs, attrs, [])
 
     def _stored_value(self, value: Any, shape: tuple[sympy.Expr, ...], dtype: torch.dtype) -> Value:
@@ -661,34 +759,63 @@ class Tracer:
         except ValueError:
             broadcast = None
         if broadcast is None or not ops.shapes_equal(broadcast, shape):
-            raise exc.ShapeMismatch(f"cannot store a value of shape {list(vshape)} into a slice of shape {list(shape)}", loc=self.current_loc())
+            raise exc.ShapeMismatch(
+                f"cannot store a value of shape {list(vshape)} into a slice of shape {list(shape)}",
+                loc=self.current_loc(),
+            )
         if vshape != tuple(shape):
             stored = self.emit(ops.view_expand, [stored], {"shape": tuple(shape)}).output
         if stored.dtype != dtype:
             stored = self.emit(ops.cast, [stored], {"dtype": dtype}).output
         return stored
 
-    def hl_load(self, tensor: Any, index: list, extra_mask: Any = None, eviction_policy: str | None = None) -> DeviceValue:
+    def hl_load(
+        self, tensor: Any, index: list, extra_mask: Any = None, eviction_policy: str | None = None
+    ) -> DeviceValue:
         if eviction_policy not in (None, "", "evict_first", "evict_last", "first", "last"):
-            raise exc.InvalidConfig(f"eviction_policy must be evict_first or evict_last, got {eviction_policy!r}")
+            raise exc.InvalidConfig(
+                f"eviction_policy must be evict_first or evict_last, got {eviction_policy!r}"
+            )
         return self.load(tensor, tuple(index), extra_mask, eviction_policy)
 
     def hl_store(self, tensor: Any, index: list, value: Any, extra_mask: Any = None) -> None:
         self.store(tensor, tuple(index), value, extra_mask)
 
-    def hl_atomic(self, kind: str, target: Any, index: list, value: Any, sem: str = "relaxed", expected: Any = None) -> DeviceValue:
+    def hl_atomic(
+        self,
+        kind: str,
+        target: Any,
+        index: list,
+        value: Any,
+        sem: str = "relaxed",
+        expected: Any = None,
+    ) -> DeviceValue:
         if isinstance(target, stack.StackTensorProxy):
-            raise exc.NotAllowedOnDevice(f"hl.atomic_{kind} on a StackTensor", loc=self.current_loc())
+            raise exc.NotAllowedOnDevice(
+                f"hl.atomic_{kind} on a StackTensor", loc=self.current_loc()
+            )
         if not isinstance(target, HostTensor):
             raise exc.AtomicOnDeviceTensor(f"hl.atomic_{kind}", loc=self.current_loc())
         if sem not in ("relaxed", "acquire", "release", "acq_rel"):
-            raise exc.InvalidConfig(f"sem must be relaxed, acquire, release or acq_rel, got {sem!r}")
+            raise exc.InvalidConfig(
+                f"sem must be relaxed, acquire, release or acq_rel, got {sem!r}"
+            )
         if kind in ("and", "or", "xor") and target.dtype.is_floating_point:
-            raise exc.TypeInferenceError(f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}", loc=self.current_loc())
+            raise exc.TypeInferenceError(
+                f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}",
+                loc=self.current_loc(),
+            )
         self.loop_deps.access(target.arg, True, self.current_loc())
         items, inputs, shape = self._index_items(target, tuple(index))
         inputs.append(self._stored_value(value, shape, target.dtype))
-        attrs = {"tensor": target.arg, "items": tuple(items), "value": len(inputs) - 1, "mask": None, "kind": kind, "sem": sem}
+        attrs = {
+            "tensor": target.arg,
+            "items": tuple(items),
+            "value": len(inputs) - 1,
+            "mask": None,
+            "kind": kind,
+            "sem": sem,
+        }
         mask = jagged.access_mask(self, shape, None, f"hl.atomic_{kind} on {target.arg.name}")
         if mask is not None:
             inputs.append(mask)
@@ -708,7 +835,9 @@ class Tracer:
             index[position : position + 1] = [slice(None)] * (value.ndim - consumed)
         consumed = sum(1 for i in index if i is not None)
         if consumed > value.ndim:
-            raise exc.RankMismatch(value.ndim, consumed, "indexing a device tensor", loc=self.current_loc())
+            raise exc.RankMismatch(
+                value.ndim, consumed, "indexing a device tensor", loc=self.current_loc()
+            )
         index += [slice(None)] * (value.ndim - consumed)
         items: list[Any] = []
         shape: list[sympy.Expr] = []
@@ -721,7 +850,11 @@ class Tracer:
                 items.append("slice")
                 shape.append(value.value.shape[dim])
                 dim += 1
-            elif isinstance(item, int) and not isinstance(item, bool) and value.value.shape[dim].is_Integer:
+            elif (
+                isinstance(item, int)
+                and not isinstance(item, bool)
+                and value.value.shape[dim].is_Integer
+            ):
                 items.append(item % int(value.value.shape[dim]))
                 dim += 1
             else:
@@ -730,7 +863,11 @@ class Tracer:
                     "load from the host tensor instead)",
                     loc=self.current_loc(),
                 )
-        return self.wrap(self.emit(ops.view_subscript, [value.value], {"items": tuple(items), "shape": tuple(shape)}))
+        return self.wrap(
+            self.emit(
+                ops.view_subscript, [value.value], {"items": tuple(items), "shape": tuple(shape)}
+            )
+        )
 
     def hl_subscript(self, tensor: Any, index: list) -> DeviceValue:
         return self.subscript(tensor, tuple(index))
@@ -743,11 +880,16 @@ class Tracer:
         if isinstance(value, (DeviceValue,)):
             scalar = self.to_operand(value)
             full = self.emit(ops.full, [], {"shape": dims, "value": 0, "dtype": dtype}).output
-            return self.wrap(self.emit(ops.BINARY["add"], [full, scalar], {}, [TensorType(dims, dtype)]))
+            return self.wrap(
+                self.emit(ops.BINARY["add"], [full, scalar], {}, [TensorType(dims, dtype)])
+            )
         if isinstance(value, ConstExpr):
             value = value.value
         if not isinstance(value, (bool, int, float)):
-            raise exc.TypeInferenceError(f"hl.full value must be a number, got {type(value).__name__}", loc=self.current_loc())
+            raise exc.TypeInferenceError(
+                f"hl.full value must be a number, got {type(value).__name__}",
+                loc=self.current_loc(),
+            )
         return self.wrap(self.emit(ops.full, [], {"shape": dims, "value": value, "dtype": dtype}))
 
     def hl_rand(self, shape: list, seed: Any, offsets: Any = None) -> DeviceValue:
@@ -772,28 +914,48 @@ class Tracer:
         elif isinstance(start, int) and isinstance(end, int):
             length = sympy.Integer(end - start)
         else:
-            raise exc.TypeInferenceError("hl.arange bounds must be ints or block sizes", loc=self.current_loc())
-        return self.wrap(self.emit(ops.arange, [], {"start": start, "length": length, "dtype": dtype}))
+            raise exc.TypeInferenceError(
+                "hl.arange bounds must be ints or block sizes", loc=self.current_loc()
+            )
+        return self.wrap(
+            self.emit(ops.arange, [], {"start": start, "length": length, "dtype": dtype})
+        )
 
     # ------------------------------------------------------------------------------------------
     # matmul, scans, misc
 
-    def hl_dot(self, mat1: Any, mat2: Any, acc: Any = None, out_dtype: torch.dtype | None = None) -> DeviceValue:
+    def hl_dot(
+        self, mat1: Any, mat2: Any, acc: Any = None, out_dtype: torch.dtype | None = None
+    ) -> DeviceValue:
         from helion.frontend.torch_table import emit_dot
 
         return emit_dot(self, mat1, mat2, acc, out_dtype, default_float32=True)
 
-    def hl_dot_scaled(self, mat1: Any, mat1_scale: Any, mat1_format: Any, mat2: Any, mat2_scale: Any, mat2_format: Any, acc: Any = None, out_dtype: Any = None) -> DeviceValue:
+    def hl_dot_scaled(
+        self,
+        mat1: Any,
+        mat1_scale: Any,
+        mat1_format: Any,
+        mat2: Any,
+        mat2_scale: Any,
+        mat2_format: Any,
+        acc: Any = None,
+        out_dtype: Any = None,
+    ) -> DeviceValue:
         from helion.frontend.dot_scaled import trace_dot_scaled
 
-        return trace_dot_scaled(self, mat1, mat1_scale, mat1_format, mat2, mat2_scale, mat2_format, acc, out_dtype)
+        return trace_dot_scaled(
+            self, mat1, mat1_scale, mat1_format, mat2, mat2_scale, mat2_format, acc, out_dtype
+        )
 
     def hl_inline_triton(self, triton_source: Any, args: Any, output_like: Any) -> Any:
         from helion.frontend.inline_code import trace_inline_triton
 
         return trace_inline_triton(self, triton_source, args, output_like)
 
-    def hl_inline_asm_elementwise(self, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any, pack: Any) -> Any:
+    def hl_inline_asm_elementwise(
+        self, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any, pack: Any
+    ) -> Any:
         from helion.frontend.inline_code import trace_inline_asm
 
         return trace_inline_asm(self, asm, constraints, args, dtype, is_pure, pack)
@@ -813,12 +975,28 @@ class Tracer:
         dim = dim % max(value.type.ndim, 1)
         return self.wrap(self.emit(ops.SCANS[kind], [value], {"dim": dim, "reverse": reverse}))
 
-    def hl_reduce(self, combine_fn: Any, input_tensor: Any, dim: Any = None, *, other: Any = 0, keep_dims: bool = False) -> Any:
+    def hl_reduce(
+        self,
+        combine_fn: Any,
+        input_tensor: Any,
+        dim: Any = None,
+        *,
+        other: Any = 0,
+        keep_dims: bool = False,
+    ) -> Any:
         from helion.frontend.combine import trace_reduce
 
         return trace_reduce(self, combine_fn, input_tensor, dim, other, keep_dims)
 
-    def hl_associative_scan(self, combine_fn: Any, input_tensor: Any, dim: Any, *, reverse: bool = False, tuple_form: bool | None = None) -> Any:
+    def hl_associative_scan(
+        self,
+        combine_fn: Any,
+        input_tensor: Any,
+        dim: Any,
+        *,
+        reverse: bool = False,
+        tuple_form: bool | None = None,
+    ) -> Any:
         from helion.frontend.combine import trace_scan
 
         return trace_scan(self, combine_fn, input_tensor, dim, reverse, tuple_form)
@@ -841,10 +1019,14 @@ class Tracer:
         raise exc.SpecializeOnDevice(loc=self.current_loc())
 
     def hl_register_block_size(self, low: Any, high: Any) -> Any:
-        raise exc.NotAllowedOnDevice("hl.register_block_size (call it in host code, before the loop)", loc=self.current_loc())
+        raise exc.NotAllowedOnDevice(
+            "hl.register_block_size (call it in host code, before the loop)", loc=self.current_loc()
+        )
 
     def hl_register_tunable(self, name: str, fragment: Any) -> Any:
-        raise exc.NotAllowedOnDevice("hl.register_tunable (call it in host code, before the loop)", loc=self.current_loc())
+        raise exc.NotAllowedOnDevice(
+            "hl.register_tunable (call it in host code, before the loop)", loc=self.current_loc()
+        )
 
     def lift_tensor(self, tensor: torch.Tensor) -> HostTensor:
         """A tensor captured by a callable argument (an epilogue's closure or globals) becomes a
@@ -863,15 +1045,25 @@ class Tracer:
                 if fn.__globals__.get(name) is tensor:
                     return self._add_lifted(("global", position, name), tensor)
         raise exc.HostTensorDirectUsage(
-            "a tensor that is not a kernel argument (pass it as an argument)", loc=self.current_loc()
+            "a tensor that is not a kernel argument (pass it as an argument)",
+            loc=self.current_loc(),
         )
 
     def _resolve_lifted(self, source: tuple) -> Any:
         return resolve_lifted([inp.value for inp in self.inputs], source)
 
-    def _add_lifted(self, source: tuple, tensor: torch.Tensor, name: str | None = None) -> HostTensor:
+    def _add_lifted(
+        self, source: tuple, tensor: torch.Tensor, name: str | None = None
+    ) -> HostTensor:
         index = len(self.inputs) + len(self.ir.lifted)
-        arg = TensorArg(name or f"captured{len(self.ir.lifted)}", index, tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device)
+        arg = TensorArg(
+            name or f"captured{len(self.ir.lifted)}",
+            index,
+            tuple(tensor.shape),
+            tuple(tensor.stride()),
+            tensor.dtype,
+            tensor.device,
+        )
         self.ir.tensor_args.append(arg)
         self.ir.lifted.append(source)
         self.ir.lifted_args.append(arg)
@@ -880,7 +1072,9 @@ class Tracer:
     def call_torch(self, func: Any, args: tuple, kwargs: dict) -> Any:
         from helion.frontend.torch_table import lookup
 
-        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and isinstance(args[0], torch.Tensor):
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and isinstance(
+            args[0], torch.Tensor
+        ):
             host = self.lift_tensor(args[0])
             if func is torch.Tensor.__getitem__:
                 return host[args[1]]
@@ -891,7 +1085,10 @@ class Tracer:
         if handler is None:
             name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
             module = getattr(func, "__module__", None) or "torch"
-            raise exc.UnsupportedTorchOp(f"{module}.{name}" if not name.startswith("Tensor.") else f"torch.{name}", loc=self.current_loc())
+            raise exc.UnsupportedTorchOp(
+                f"{module}.{name}" if not name.startswith("Tensor.") else f"torch.{name}",
+                loc=self.current_loc(),
+            )
         return handler(self, *args, **kwargs)
 
 

@@ -44,7 +44,10 @@ def _verify_block(ir: KernelIR, block: Block, defined: set[int]) -> None:
         if node.op.structural and node.op.name in ("grid_loop", "tile_loop"):
             body = node.regions[0]
             if len(body.yields) != len(node.outputs):
-                _fail(ir, f"{node.op.name} yields {len(body.yields)} values for {len(node.outputs)} outputs")
+                _fail(
+                    ir,
+                    f"{node.op.name} yields {len(body.yields)} values for {len(node.outputs)} outputs",
+                )
             for y, o in zip(body.yields, node.outputs, strict=True):
                 if isinstance(y, Value) and y.type != o.type:
                     _fail(ir, f"loop-carried value changes type: {y.type} vs {o.type}")

@@ -67,7 +67,9 @@ def static_range(begin_or_end: int, end_or_none: int | None = None, /, step: int
 
     for bound in (begin_or_end, end_or_none, step):
         if bound is not None and not isinstance(bound, int):
-            raise exc.TypeInferenceError(f"hl.static_range needs constant ints, got {type(bound).__name__}")
+            raise exc.TypeInferenceError(
+                f"hl.static_range needs constant ints, got {type(bound).__name__}"
+            )
     if end_or_none is None:
         return range(0, begin_or_end, step)
     return range(begin_or_end, end_or_none, step)
@@ -125,7 +127,9 @@ def specialize(value: Any) -> Any:
 # -- creation -----------------------------------------------------------------------------------
 
 
-def full(shape: Sequence[Any], value: Any, dtype: torch.dtype = torch.float32, device: Any = None) -> Any:
+def full(
+    shape: Sequence[Any], value: Any, dtype: torch.dtype = torch.float32, device: Any = None
+) -> Any:
     """A device tensor of `shape` (ints, tiles, block sizes) filled with `value`."""
     return dispatch("full", list(shape), value, dtype)
 
@@ -175,9 +179,13 @@ def rand4x(seed: Any, offsets: Any, device: Any = None) -> tuple:
 # -- memory -------------------------------------------------------------------------------------
 
 
-def load(tensor: Any, index: Sequence[Any], extra_mask: Any = None, eviction_policy: str | None = None) -> Any:
+def load(
+    tensor: Any, index: Sequence[Any], extra_mask: Any = None, eviction_policy: str | None = None
+) -> Any:
     """`tensor[index]` with an optional extra mask (masked lanes read 0)."""
-    return dispatch("load", tensor, list(index), extra_mask=extra_mask, eviction_policy=eviction_policy)
+    return dispatch(
+        "load", tensor, list(index), extra_mask=extra_mask, eviction_policy=eviction_policy
+    )
 
 
 def store(tensor: Any, index: Sequence[Any], value: Any, extra_mask: Any = None) -> None:
@@ -219,7 +227,9 @@ atomic_or = _atomic("or")
 atomic_xor = _atomic("xor")
 
 
-def atomic_cas(target: Any, index: Sequence[Any], expected: Any, value: Any, sem: str = "relaxed") -> Any:
+def atomic_cas(
+    target: Any, index: Sequence[Any], expected: Any, value: Any, sem: str = "relaxed"
+) -> Any:
     """Where `target[index] == expected`, write `value`; returns the previous values."""
     return dispatch("atomic", "cas", target, list(index), value, sem=sem, expected=expected)
 
@@ -288,7 +298,15 @@ def dot_scaled(
         The [M, N] product, in acc's dtype when `acc` is given. Computed in float32.
     """
     return dispatch(
-        "dot_scaled", mat1, mat1_scale, mat1_format, mat2, mat2_scale, mat2_format, acc=acc, out_dtype=out_dtype
+        "dot_scaled",
+        mat1,
+        mat1_scale,
+        mat1_format,
+        mat2,
+        mat2_scale,
+        mat2_format,
+        acc=acc,
+        out_dtype=out_dtype,
     )
 
 
@@ -306,7 +324,11 @@ def cumprod(input: Any, dim: int, reverse: bool = False) -> Any:
 
 
 def reduce(  # the public Helion name
-    combine_fn: Any, input_tensor: Any, dim: int | None = None, other: Any = 0, keep_dims: bool = False
+    combine_fn: Any,
+    input_tensor: Any,
+    dim: int | None = None,
+    other: Any = 0,
+    keep_dims: bool = False,
 ) -> Any:
     """Reduce `input_tensor` (a device tensor, or a tuple of them) along `dim` with a combiner.
 

@@ -107,7 +107,9 @@ def shape_of(operand: Any) -> tuple[sympy.Expr, ...]:
 # While a kernel is traced: the concrete extent of each full-slice (reduction) dimension symbol.
 # Such a dimension and an integer of the same size are one dimension, so that `x[tile, :]` of a
 # row of 32 and `hl.zeros([tile, 32])` combine.
-_DIM_EXTENTS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("helion_dim_extents", default=None)
+_DIM_EXTENTS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "helion_dim_extents", default=None
+)
 
 
 @contextlib.contextmanager
@@ -152,7 +154,9 @@ def broadcast_shapes(*shapes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
                 if dim.is_Integer and not this.is_Integer:
                     dim = this  # keep the symbol: it says which reduction dim this is
             else:
-                raise ValueError(f"shapes {[tuple(s) for s in shapes]} cannot be broadcast (dim {axis}: {dim} vs {this})")
+                raise ValueError(
+                    f"shapes {[tuple(s) for s in shapes]} cannot be broadcast (dim {axis}: {dim} vs {this})"
+                )
         result.append(dim)
     return tuple(result)
 
@@ -212,10 +216,50 @@ def _clamp_rule(inputs: Sequence[Any], attrs: dict) -> list:
 
 
 # unary ops that compute in floating point (ints promote to the default float dtype)
-FLOAT_UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfinv", "atan", "asin", "acos", "sinh", "cosh", "gelu", "silu", "softplus", "reciprocal"]
+FLOAT_UNARY = [
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "erfinv",
+    "atan",
+    "asin",
+    "acos",
+    "sinh",
+    "cosh",
+    "gelu",
+    "silu",
+    "softplus",
+    "reciprocal",
+]
 SAME_UNARY = ["neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sign", "bitwise_not"]
 BOOL_UNARY = ["logical_not", "isnan", "isinf", "isfinite", "signbit"]
-PROMOTE_BINARY = ["add", "sub", "mul", "floordiv", "remainder", "pow", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
+PROMOTE_BINARY = [
+    "add",
+    "sub",
+    "mul",
+    "floordiv",
+    "remainder",
+    "pow",
+    "maximum",
+    "minimum",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
+]
 FLOAT_BINARY = ["truediv", "atan2"]
 BOOL_BINARY = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
 
@@ -242,6 +286,7 @@ clamp = define_op("clamp", _clamp_rule, elementwise=True)
 # ---------------------------------------------------------------------------------------------
 # reductions and scans: attrs dim (int), keepdim (bool); kind is the op itself
 
+
 def _reduce_rule(inputs: Sequence[Any], attrs: dict) -> list:
     x = inputs[0]
     shape = list(shape_of(x))
@@ -260,7 +305,9 @@ for _name in ("sum", "prod", "amax", "amin", "any", "all", "argmax", "argmin"):
 
 SCANS: dict[str, Op] = {}
 for _name in ("cumsum", "cumprod", "cummax", "cummin"):
-    SCANS[_name] = define_op(_name, lambda i, a: [TensorType(shape_of(i[0]), a.get("dtype") or i[0].dtype)], scan=True)
+    SCANS[_name] = define_op(
+        _name, lambda i, a: [TensorType(shape_of(i[0]), a.get("dtype") or i[0].dtype)], scan=True
+    )
 
 
 # hl.reduce / hl.associative_scan with a user combiner: the inputs (one or more values of one
@@ -283,11 +330,14 @@ def _custom_reduce_rule(inputs: Sequence[Any], attrs: dict) -> list:
 
 
 custom_reduce = define_op("reduce", _custom_reduce_rule, reduction=True)
-custom_scan = define_op("associative_scan", lambda i, a: [TensorType(shape_of(x), x.dtype) for x in i], scan=True)
+custom_scan = define_op(
+    "associative_scan", lambda i, a: [TensorType(shape_of(x), x.dtype) for x in i], scan=True
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # matmul
+
 
 def _dot_rule(inputs: Sequence[Any], attrs: dict) -> list:
     a, b, _acc = inputs
@@ -312,13 +362,21 @@ dot_scaled = define_op("dot_scaled", _dot_scaled_rule)
 # ---------------------------------------------------------------------------------------------
 # views: attrs carry the new shape / permutation
 
-view_reshape = define_op("reshape", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True)
-view_permute = define_op(
-    "permute", lambda i, a: [TensorType(tuple(i[0].shape[p] for p in a["dims"]), i[0].dtype)], view=True
+view_reshape = define_op(
+    "reshape", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True
 )
-view_expand = define_op("expand", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True)
+view_permute = define_op(
+    "permute",
+    lambda i, a: [TensorType(tuple(i[0].shape[p] for p in a["dims"]), i[0].dtype)],
+    view=True,
+)
+view_expand = define_op(
+    "expand", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True
+)
 # attrs["items"]: tuple of None (new axis) / "slice" (keep dim) / int (select)
-view_subscript = define_op("subscript", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True)
+view_subscript = define_op(
+    "subscript", lambda i, a: [TensorType(tuple(a["shape"]), i[0].dtype)], view=True
+)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -138,7 +138,9 @@ def resolve_buffer(
             too_small = f"the tensor there is {tensor.dtype}, the stack is {dtype}"
             continue
         if offset + needed > size:
-            too_small = f"the tensor there holds {size - offset} bytes from it, the stack needs {needed}"
+            too_small = (
+                f"the tensor there holds {size - offset} bytes from it, the stack needs {needed}"
+            )
             continue
         return torch.as_strided(tensor, tuple(shape), tuple(stride), offset // itemsize)
     detail = f"0x{address:x}" + (f" ({too_small})" if too_small else "")

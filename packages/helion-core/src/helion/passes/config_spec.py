@@ -58,15 +58,22 @@ def default_block_sizes(ir: KernelIR, min_dot: int) -> dict[int, int]:
     for info in ir.tunable_blocks():
         defaults.setdefault(info.block_id, min(next_power_of_2(info.size_hint), 64))
         if info.used_in_dot:
-            defaults[info.block_id] = max(defaults[info.block_id], min(min_dot, next_power_of_2(info.size_hint)))
+            defaults[info.block_id] = max(
+                defaults[info.block_id], min(min_dot, next_power_of_2(info.size_hint))
+            )
     return defaults
 
 
-def derive_config_spec(ir: KernelIR, user_tunables: dict[str, Any], *, min_dot_size: int = 16) -> ConfigSpec:
+def derive_config_spec(
+    ir: KernelIR, user_tunables: dict[str, Any], *, min_dot_size: int = 16
+) -> ConfigSpec:
     spec = ConfigSpec()
     defaults = default_block_sizes(ir, min_dot_size)
     for info in ir.tunable_blocks():
-        min_size = max(info.min_size, min(min_dot_size, next_power_of_2(info.size_hint)) if info.used_in_dot else 1)
+        min_size = max(
+            info.min_size,
+            min(min_dot_size, next_power_of_2(info.size_hint)) if info.used_in_dot else 1,
+        )
         max_size = info.max_size or max(next_power_of_2(info.size_hint), min_size)
         default = min(max(defaults[info.block_id], min_size), max_size)
         spec.add_block_size(info.size_hint, min_size=min_size, max_size=max_size, default=default)

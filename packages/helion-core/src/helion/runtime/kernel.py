@@ -63,12 +63,16 @@ class Kernel:
         self.fn = fn
         self.name = fn.__name__
         self.settings = settings or Settings()
-        self.configs: list[Config] = [c if isinstance(c, Config) else Config(**c) for c in (configs or [])]
+        self.configs: list[Config] = [
+            c if isinstance(c, Config) else Config(**c) for c in (configs or [])
+        ]
         self.key_fn = key
         self.signature = inspect.signature(fn)
         for param in self.signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.KEYWORD_ONLY):
-                raise TypeError(f"Helion kernel {self.name!r} may not take *args, **kwargs or keyword-only arguments")
+                raise TypeError(
+                    f"Helion kernel {self.name!r} may not take *args, **kwargs or keyword-only arguments"
+                )
         self._constexpr_params = {
             name
             for name, p in self.signature.parameters.items()
@@ -130,7 +134,9 @@ class Kernel:
     def bind(self, args: Sequence[Any]) -> BoundKernel:
         args = tuple(args)
         if len(args) > len(self.signature.parameters):
-            raise TypeError(f"{self.name}() takes {len(self.signature.parameters)} arguments but {len(args)} were given")
+            raise TypeError(
+                f"{self.name}() takes {len(self.signature.parameters)} arguments but {len(args)} were given"
+            )
         key = self.specialization_key(args)
         bound = self._bound.get(key)
         if bound is None:
@@ -284,7 +290,13 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
         if static:
             # torch.Size and stride tuples hash as tuples; device is hashable: no conversions
             return (arg.dtype, arg.device, arg.shape, arg.stride())
-        return (arg.dtype, arg.device.type, arg.ndim, tuple(min(s, 2) for s in arg.shape), arg.is_contiguous())
+        return (
+            arg.dtype,
+            arg.device.type,
+            arg.ndim,
+            tuple(min(s, 2) for s in arg.shape),
+            arg.is_contiguous(),
+        )
     if isinstance(arg, ConstExpr):
         return ("constexpr", _hashable(arg.value))
     if isinstance(arg, (bool, int, float)):
@@ -300,7 +312,9 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
         # values it captures or defaults to (scalars are baked in as constants) are the key
         closure = tuple(_captured_key(_cell_value(c), static) for c in (arg.__closure__ or ()))
         defaults = tuple(_captured_key(d, static) for d in (arg.__defaults__ or ()))
-        kwdefaults = tuple((k, _captured_key(v, static)) for k, v in sorted((arg.__kwdefaults__ or {}).items()))
+        kwdefaults = tuple(
+            (k, _captured_key(v, static)) for k, v in sorted((arg.__kwdefaults__ or {}).items())
+        )
         return (_StableRepr(arg.__code__, _describe_code), closure, defaults, kwdefaults)
     if callable(arg):
         return _StableRepr(arg, _describe_callable)
@@ -330,8 +344,12 @@ def _no_custom_op_test(grads: list[str]) -> str:
 
 
 _INLINED_SCOPE = {
-    **{f"_{name}": kind for kind, name in _TENSOR_KINDS.items()}, "_bool": bool, "_int": int, "_float": float,
-    "_grad_enabled": torch.is_grad_enabled, "_dispatch_depth": torch._C._len_torch_dispatch_stack,
+    **{f"_{name}": kind for kind, name in _TENSOR_KINDS.items()},
+    "_bool": bool,
+    "_int": int,
+    "_float": float,
+    "_grad_enabled": torch.is_grad_enabled,
+    "_dispatch_depth": torch._C._len_torch_dispatch_stack,
 }
 
 
@@ -364,10 +382,16 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
             parts.append(f"_{kind}")
         else:
             parts.append(f"_arg_key({value}, {static})")
-    tests.append(_no_custom_op_test(grads) if len(tests) == len(args) else "not _needs_custom_op(a)")
+    tests.append(
+        _no_custom_op_test(grads) if len(tests) == len(args) else "not _needs_custom_op(a)"
+    )
     body = f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
     source = f"def key(a):\n    return {body} if {' and '.join(tests)} else None\n"
-    scope = {**_INLINED_SCOPE, "_arg_key": _arg_key, "_needs_custom_op": torch_integration.needs_custom_op}
+    scope = {
+        **_INLINED_SCOPE,
+        "_arg_key": _arg_key,
+        "_needs_custom_op": torch_integration.needs_custom_op,
+    }
     exec(compile(source, "<helion specialization key>", "exec"), scope)
     return scope["key"]
 
@@ -375,7 +399,9 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
 _MISS = object()  # a warm call's answer for arguments it does not take
 
 
-def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable[[tuple, Any], Any] | None:
+def _compile_warm_call(
+    bound: BoundKernel, args: tuple, static: Any
+) -> Callable[[tuple, Any], Any] | None:
     """`Kernel.__call__`'s warm path for the bound kernel of ``args`` as one generated function
     ``warm(args, settings)``: it compares each argument with this bound kernel's key (exactly
     what `_compile_key_function`'s key holds: type, then a tensor's shape, stride, dtype and
@@ -407,8 +433,14 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
     else:
         for index, kind in tensors.items():
             arg, value = args[index], f"a[{index}]"
-            scope.update({f"_S{index}": arg.shape, f"_T{index}": arg.stride(), f"_D{index}": arg.dtype,
-                          f"_V{index}": arg.device})
+            scope.update(
+                {
+                    f"_S{index}": arg.shape,
+                    f"_T{index}": arg.stride(),
+                    f"_D{index}": arg.dtype,
+                    f"_V{index}": arg.device,
+                }
+            )
             tests.append(
                 f"type({value}) is _{kind} and {value}.shape == _S{index} and {value}.stride() == _T{index}"
                 f" and {value}.dtype is _D{index} and {value}.device == _V{index} and not {value}.is_neg()"
@@ -423,7 +455,9 @@ def _compile_warm_call(bound: BoundKernel, args: tuple, static: Any) -> Callable
         "            return run(a)\n"
         "    return _MISS\n"
     )
-    scope.update({**_INLINED_SCOPE, "_STATIC": static, "_EAGER": _EAGER, "_MISS": _MISS, "_bound": bound})
+    scope.update(
+        {**_INLINED_SCOPE, "_STATIC": static, "_EAGER": _EAGER, "_MISS": _MISS, "_bound": bound}
+    )
     exec(compile(source, "<helion warm call>", "exec"), scope)
     return scope["warm"]
 
@@ -448,7 +482,10 @@ def _captured_key(value: Any, static: bool) -> Hashable:
     if isinstance(value, (list, tuple)):
         return (type(value), tuple(_captured_key(v, static) for v in value))
     if isinstance(value, dict):
-        return (dict, tuple((k, _captured_key(v, static)) for k, v in sorted(value.items(), key=repr)))
+        return (
+            dict,
+            tuple((k, _captured_key(v, static)) for k, v in sorted(value.items(), key=repr)),
+        )
     try:
         return _arg_key(value, static)
     except TypeError:
@@ -553,7 +590,9 @@ class HostMode:
         self.next_block += 1
         low_value = int(low)
         if low_value & (low_value - 1):
-            raise exc.InvalidConfig(f"hl.register_block_size: the minimum {low_value} must be a power of two")
+            raise exc.InvalidConfig(
+                f"hl.register_block_size: the minimum {low_value} must be a power of two"
+            )
         discovering = self.config is None
         if discovering:
             hint = int(high)
@@ -586,7 +625,11 @@ class HostMode:
 
     def hl_specialize(self, value: Any) -> Any:
         if isinstance(value, (list, tuple, torch.Size)):
-            return type(value)(int(v) for v in value) if not isinstance(value, torch.Size) else tuple(int(v) for v in value)
+            return (
+                type(value)(int(v) for v in value)
+                if not isinstance(value, torch.Size)
+                else tuple(int(v) for v in value)
+            )
         if isinstance(value, bool) or not isinstance(value, int):
             raise exc.SpecializeArgType(type(value).__name__)
         return int(value)
@@ -597,7 +640,9 @@ class HostMode:
     hl_grid = hl_tile
 
     def hl_jagged_tile(self, parent: Any) -> Any:
-        raise exc.InvalidJaggedTileUsage("hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first")
+        raise exc.InvalidJaggedTileUsage(
+            "hl.jagged_tile cannot be the outermost loop; iterate the rows with hl.tile first"
+        )
 
     def hl_stacktensor_like(self, tensor_like: Any, dev_ptrs: Any) -> Any:
         raise exc.StackTensorcOnHost()
@@ -618,12 +663,16 @@ class _CompiledTrace:
 
     __slots__ = ("_guard", "compiled", "constant_guards", "ir", "matches_call", "tensor_guards")
 
-    def __init__(self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list) -> None:
+    def __init__(
+        self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list
+    ) -> None:
         self.ir = ir
         self.compiled = compiled
         self.tensor_guards = tensor_guards
         self.constant_guards = constant_guards
-        self.matches_call: Callable[[tuple, tuple], bool] = lambda values, args: self.matches(values)
+        self.matches_call: Callable[[tuple, tuple], bool] = lambda values, args: self.matches(
+            values
+        )
         self._guard: tuple[Callable[..., str], dict, dict[int, int]] | None = None
 
     def specialize_guards(self, values: Sequence[Any], args: Sequence[Any], static: bool) -> None:
@@ -640,7 +689,11 @@ class _CompiledTrace:
                     from_args[index] = position
         scope: dict[str, Any] = {}
         for index, shape, stride, dtype in self.tensor_guards:
-            scope[f"shape{index}"], scope[f"stride{index}"], scope[f"dtype{index}"] = shape, stride, dtype
+            scope[f"shape{index}"], scope[f"stride{index}"], scope[f"dtype{index}"] = (
+                shape,
+                stride,
+                dtype,
+            )
         for index, expected in self.constant_guards:
             scope[f"constant{index}"] = expected
 
@@ -651,7 +704,9 @@ class _CompiledTrace:
                 f" and {value}.dtype == dtype{index} and not {value}.is_neg())"
             )
 
-        def expression(value_of: Callable[[int], str], native: Sequence[int] = (), other: bool = False) -> str:
+        def expression(
+            value_of: Callable[[int], str], native: Sequence[int] = (), other: bool = False
+        ) -> str:
             # native: the tensors that one `_match` call compares first (see `guarded_launch`),
             # then `_match_other` (other: the same tensors made in the other inference mode);
             # what they turn away is then tested here in Python
@@ -680,7 +735,9 @@ class _CompiledTrace:
         exec(compile(source, "<helion guards>", "exec"), scope)
         self.matches_call = scope["matches"]
 
-    def guarded_launch(self, values: Sequence[Any], mode: HostMode, general: Callable[..., Any]) -> Callable[..., Any] | None:
+    def guarded_launch(
+        self, values: Sequence[Any], mode: HostMode, general: Callable[..., Any]
+    ) -> Callable[..., Any] | None:
         """The host code's device call for this variant in one function of ``len(values)``
         values: its guards inlined, then its compiled kernel (its `fast_call` where it has
         one); values it does not match go to ``general``. The tensors that are not the call's
@@ -712,16 +769,27 @@ class _CompiledTrace:
             f"    return _general({names})\n"
         )
         compiled = getattr(self.compiled, "fast_call", None) or self.compiled
-        scope.update({
-            "_match": match, "_match_other": other_match, "_mode": mode, "_compiled": compiled, "_general": general,
-        })
+        scope.update(
+            {
+                "_match": match,
+                "_match_other": other_match,
+                "_mode": mode,
+                "_compiled": compiled,
+                "_general": general,
+            }
+        )
         exec(compile(source, "<helion guarded launch>", "exec"), scope)
         return scope["launch"]
 
     def matches(self, values: Sequence[Any]) -> bool:
         for index, shape, stride, dtype in self.tensor_guards:
             value = values[index]
-            if value.shape != shape or value.dtype != dtype or value.stride() != stride or value.is_neg():
+            if (
+                value.shape != shape
+                or value.dtype != dtype
+                or value.stride() != stride
+                or value.is_neg()
+            ):
                 return False
         return all(values[index] == expected for index, expected in self.constant_guards)
 
@@ -808,7 +876,9 @@ class BoundKernel:
             if first is None:
                 first = (name, value.device)
             elif value.device != first[1]:
-                raise exc.TensorsOnDifferentDevices(f"{first[0]!r}", first[1], f"{name!r}", value.device)
+                raise exc.TensorsOnDifferentDevices(
+                    f"{first[0]!r}", first[1], f"{name!r}", value.device
+                )
         src = self.split.source
         host_blocks = [self._host_blocks_by_id[i] for i in sorted(self._host_blocks_by_id)]
         tracer = Tracer(
@@ -819,13 +889,19 @@ class BoundKernel:
             host_blocks,
             lambda line, col, end: ast_rewrite.source_location(src, line, col, end),
         )
-        device_fn = ast_rewrite.make_device_function(self.split, self._device_factory, _device_builtins())
+        device_fn = ast_rewrite.make_device_function(
+            self.split, self._device_factory, _device_builtins()
+        )
         ir = tracer.trace(device_fn, self.split.device_inputs, values, self._runtime_scalars)
         ir.host_tunables = dict(self._user_tunables)
         ir.settings = self.settings
         full_values = _with_lifted(values, ir.lifted)
         ir.guards = (
-            [(i, tuple(v.shape), tuple(v.stride()), v.dtype) for i, v in enumerate(full_values) if isinstance(v, torch.Tensor)],
+            [
+                (i, tuple(v.shape), tuple(v.stride()), v.dtype)
+                for i, v in enumerate(full_values)
+                if isinstance(v, torch.Tensor)
+            ],
             [(i, values[i]) for i, inp in enumerate(tracer.inputs) if inp.kind == "constant"],
         )
         verify(ir)
@@ -837,7 +913,9 @@ class BoundKernel:
         from helion.passes.config_spec import derive_config_spec
 
         self.backend.check(ir)
-        spec = derive_config_spec(ir, self._user_tunables, min_dot_size=getattr(self.backend, "min_dot_size", 16))
+        spec = derive_config_spec(
+            ir, self._user_tunables, min_dot_size=getattr(self.backend, "min_dot_size", 16)
+        )
         self.backend.tunables(ir, spec, self.device)
         return spec
 
@@ -931,7 +1009,9 @@ class BoundKernel:
 
     # -- compilation ----------------------------------------------------------------------------
 
-    def compile_config(self, config: Config | dict | None = None, *, allow_print: bool = True) -> CompiledConfig:
+    def compile_config(
+        self, config: Config | dict | None = None, *, allow_print: bool = True
+    ) -> CompiledConfig:
         config = self.normalize(config)
         if not self._variants.get(config):
             self._trace_for_config(config, self._bind_args)
@@ -944,7 +1024,9 @@ class BoundKernel:
 
     def to_triton_code(self, config: Config | dict | None = None, **options: Any) -> str:
         if self.backend.name != "triton":
-            raise exc.BackendUnsupported("to_triton_code", self.backend.name, hint="use to_code() for this backend")
+            raise exc.BackendUnsupported(
+                "to_triton_code", self.backend.name, hint="use to_code() for this backend"
+            )
         return self.to_code(config, **options)
 
     def _trace_for_config(self, config: Config, args: tuple) -> None:
@@ -956,11 +1038,15 @@ class BoundKernel:
         with active_mode(HostMode(self, config)), contextlib.suppress(_StopHost):
             host(*_fresh_outputs(args))
 
-    def _variant_for(self, config: Config, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace:
+    def _variant_for(
+        self, config: Config, values: Sequence[Any], args: Sequence[Any]
+    ) -> _CompiledTrace:
         with self._lock:
             return self._find_or_trace_variant(config, values, args)
 
-    def _find_or_trace_variant(self, config: Config, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace:
+    def _find_or_trace_variant(
+        self, config: Config, values: Sequence[Any], args: Sequence[Any]
+    ) -> _CompiledTrace:
         variants = self._variants.setdefault(config, [])
         full_values = _with_lifted(values, self._discovery_ir.lifted)
         for variant in variants:
@@ -1176,7 +1262,9 @@ def _device_builtins_cached() -> dict[str, Any]:
 
     return {
         "range": hl.grid,
-        "print": lambda *values: hl.device_print(*(values if values and isinstance(values[0], str) else ("", *values))),
+        "print": lambda *values: hl.device_print(
+            *(values if values and isinstance(values[0], str) else ("", *values))
+        ),
         "breakpoint": hl.breakpoint,
     }
 

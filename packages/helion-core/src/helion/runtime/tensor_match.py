@@ -55,14 +55,17 @@ def other_inference_mode_match(examples: Sequence[torch.Tensor]) -> Callable[...
     either mode, so it stays as it is). Built in that mode, as torch's check compares the keys
     with the thread's dispatch state at the time it was built. None where the examples are not
     all made in one mode, or where torch refuses."""
-    inference = {t.is_inference() for t in examples if isinstance(t, torch.Tensor) and t._base is None}
+    inference = {
+        t.is_inference() for t in examples if isinstance(t, torch.Tensor) and t._base is None
+    }
     if len(inference) != 1:
         return None
     try:
         with torch.inference_mode(not inference.pop()):
             others = [
-                t if t._base is not None else
-                torch.empty(0, dtype=t.dtype, device=t.device).set_(
+                t
+                if t._base is not None
+                else torch.empty(0, dtype=t.dtype, device=t.device).set_(
                     t.untyped_storage(), t.storage_offset(), t.shape, t.stride()
                 )
                 for t in examples

@@ -129,5 +129,3 @@ def after_launch(*spaces: _Workspace, what: str) -> None:
     for space in spaces:
         if space.buffer.device.type == "cpu":
             check_kernel_timeouts(space.handle, what)
-
-

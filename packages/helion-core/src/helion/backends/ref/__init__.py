@@ -35,7 +35,10 @@ class RefCompiledKernel:
         from helion.backends.ref.executor import RefExecutor
 
         self.executor = RefExecutor(ir, config)
-        self.source = f"# ref backend: executes this IR tile by tile with eager torch ops\n# {config!r}\n" + format_ir(ir)
+        self.source = (
+            f"# ref backend: executes this IR tile by tile with eager torch ops\n# {config!r}\n"
+            + format_ir(ir)
+        )
 
     def __call__(self, *host_values: Any) -> None:
         # a copy per launch: the executor keeps the launch's values and tile extents as it

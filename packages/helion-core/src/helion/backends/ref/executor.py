@@ -30,7 +30,14 @@ class TileRuntime:
 
     __slots__ = ("begin", "block_size", "end", "range_begin", "range_end")
 
-    def __init__(self, begin: int, end: int, block_size: int, range_begin: int = 0, range_end: int | None = None) -> None:
+    def __init__(
+        self,
+        begin: int,
+        end: int,
+        block_size: int,
+        range_begin: int = 0,
+        range_end: int | None = None,
+    ) -> None:
         self.begin = begin
         self.end = end
         self.block_size = block_size
@@ -52,7 +59,9 @@ class RefExecutor:
         for info in ir.block_sizes:
             if info.kind == "tile":
                 if info.config_index is None or info.config_index >= len(block_sizes):
-                    raise exc.InvalidConfig(f"config has no block size for tile dimension {info.block_id}")
+                    raise exc.InvalidConfig(
+                        f"config has no block size for tile dimension {info.block_id}"
+                    )
                 self.block_value[info.block_id] = int(block_sizes[info.config_index])
             elif info.kind in ("fixed", "grid"):
                 self.block_value[info.block_id] = int(info.fixed_value or 1)
@@ -68,20 +77,25 @@ class RefExecutor:
                 position += 1
         self.symbols = {info.symbol: info.block_id for info in ir.block_sizes}
         self.stored_tensors = {
-            node.attrs["tensor"].index for node in ir.walk() if node.op.memory in ("store", "atomic")
+            node.attrs["tensor"].index
+            for node in ir.walk()
+            if node.op.memory in ("store", "atomic")
         }
         # side-effecting ops that are not memory ops synchronize with other agents (the signals
         # and collectives of helion-distributed): memory may change under the kernel, so a load
         # must copy, never alias its tensor
         self.copy_loads = any(
-            node.op.side_effects and node.op.memory is None and node.op is not ops.device_print for node in ir.walk()
+            node.op.side_effects and node.op.memory is None and node.op is not ops.device_print
+            for node in ir.walk()
         )
 
     # -- state ----------------------------------------------------------------------------------
 
     def run(self, host_values: Sequence[Any]) -> None:
         self.host = host_values
-        self.device = next((v.device for v in host_values if isinstance(v, torch.Tensor)), torch.device("cpu"))
+        self.device = next(
+            (v.device for v in host_values if isinstance(v, torch.Tensor)), torch.device("cpu")
+        )
         self.extent: dict[int, int] = {}
         env: dict[int, Any] = {}
         for scalar in self.ir.scalar_args:
@@ -141,7 +155,10 @@ class RefExecutor:
         except exc.BaseError:
             raise
         except Exception as error:
-            raise exc.InternalError(f"ref backend failed on {node.op.name}: {type(error).__name__}: {error}", loc=node.loc) from error
+            raise exc.InternalError(
+                f"ref backend failed on {node.op.name}: {type(error).__name__}: {error}",
+                loc=node.loc,
+            ) from error
         if not node.outputs:
             return
         if len(node.outputs) == 1:
@@ -159,12 +176,16 @@ class RefExecutor:
 
     def _tiles(self, node: Node, env: dict[int, Any]) -> list[list[TileRuntime]]:
         per_dim = []
-        for block_id, begin, end in zip(node.attrs["block_ids"], node.attrs["begins"], node.attrs["ends"], strict=True):
+        for block_id, begin, end in zip(
+            node.attrs["block_ids"], node.attrs["begins"], node.attrs["ends"], strict=True
+        ):
             lo, hi = self.scalar(env, begin), self.scalar(env, end)
             step = self.block_value[block_id]
             if node.attrs.get("is_grid"):
                 step = 1
-            per_dim.append([TileRuntime(b, min(b + step, hi), step, lo, hi) for b in range(lo, hi, step)])
+            per_dim.append(
+                [TileRuntime(b, min(b + step, hi), step, lo, hi) for b in range(lo, hi, step)]
+            )
         return per_dim
 
     def _iterate(self, node: Node, env: dict[int, Any]):
@@ -181,9 +202,13 @@ class RefExecutor:
                 tiles[d] = tile
             yield tiles
 
-    def _enter(self, node: Node, tiles: list[TileRuntime], body: Block, env: dict[int, Any]) -> None:
+    def _enter(
+        self, node: Node, tiles: list[TileRuntime], body: Block, env: dict[int, Any]
+    ) -> None:
         # the body's first arguments are the tiles; the loop-carried values follow them
-        for block_id, tile, arg in zip(node.attrs["block_ids"], tiles, body.args[: len(tiles)], strict=True):
+        for block_id, tile, arg in zip(
+            node.attrs["block_ids"], tiles, body.args[: len(tiles)], strict=True
+        ):
             self.extent[block_id] = tile.end - tile.begin
             env[arg.id] = tile
 

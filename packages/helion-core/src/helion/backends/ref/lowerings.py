@@ -83,7 +83,11 @@ def pad_partial_tiles(inputs: list) -> list:
     for axis in range(ndim):
         sizes = {t.shape[axis - ndim + t.ndim] for t in tensors if axis - ndim + t.ndim >= 0} - {1}
         target.append(max(sizes) if sizes else 1)
-    if all(len({t.shape[axis - ndim + t.ndim] for t in tensors if axis - ndim + t.ndim >= 0} - {1}) <= 1 for axis in range(ndim)):
+    if all(
+        len({t.shape[axis - ndim + t.ndim] for t in tensors if axis - ndim + t.ndim >= 0} - {1})
+        <= 1
+        for axis in range(ndim)
+    ):
         return inputs
     return [_pad_to(x, target) if isinstance(x, torch.Tensor) and x.ndim else x for x in inputs]
 
@@ -115,22 +119,65 @@ def fit_to_slot(value: Any, shape: Sequence[int]) -> Any:
 # -- elementwise ---------------------------------------------------------------------------------
 
 _UNARY_FNS: dict[str, Callable] = {
-    "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1, "log": torch.log, "log2": torch.log2,
-    "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin,
-    "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "erf": torch.erf,
-    "erfinv": torch.erfinv, "atan": torch.atan, "asin": torch.asin, "acos": torch.acos, "sinh": torch.sinh,
-    "cosh": torch.cosh, "silu": F.silu, "reciprocal": torch.reciprocal, "neg": torch.neg, "abs": torch.abs,
-    "relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc,
-    "sign": torch.sign, "bitwise_not": torch.bitwise_not, "logical_not": torch.logical_not,
-    "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite, "signbit": torch.signbit,
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "expm1": torch.expm1,
+    "log": torch.log,
+    "log2": torch.log2,
+    "log10": torch.log10,
+    "log1p": torch.log1p,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tan": torch.tan,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "erf": torch.erf,
+    "erfinv": torch.erfinv,
+    "atan": torch.atan,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "silu": F.silu,
+    "reciprocal": torch.reciprocal,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "relu": torch.relu,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "round": torch.round,
+    "trunc": torch.trunc,
+    "sign": torch.sign,
+    "bitwise_not": torch.bitwise_not,
+    "logical_not": torch.logical_not,
+    "isnan": torch.isnan,
+    "isinf": torch.isinf,
+    "isfinite": torch.isfinite,
+    "signbit": torch.signbit,
 }
 
 
 def _make_unary(fn: Callable) -> Callable:
     def rule(ex: Any, node: Any, inputs: list) -> Any:
         x = _tensor(ex, inputs[0], node.output.dtype)
-        if fn not in (torch.neg, torch.abs, torch.bitwise_not, torch.logical_not, torch.isnan, torch.isinf,
-                      torch.isfinite, torch.signbit, torch.sign, torch.relu) and not x.dtype.is_floating_point:
+        if (
+            fn
+            not in (
+                torch.neg,
+                torch.abs,
+                torch.bitwise_not,
+                torch.logical_not,
+                torch.isnan,
+                torch.isinf,
+                torch.isfinite,
+                torch.signbit,
+                torch.sign,
+                torch.relu,
+            )
+            and not x.dtype.is_floating_point
+        ):
             x = x.to(node.output.dtype)
         return fn(x)
 
@@ -143,7 +190,9 @@ for _name, _fn in _UNARY_FNS.items():
 
 @ref_lowering(ops.UNARY["gelu"])
 def _gelu(ex: Any, node: Any, inputs: list) -> Any:
-    return F.gelu(_tensor(ex, inputs[0], node.output.dtype), approximate=node.attrs.get("approximate", "none"))
+    return F.gelu(
+        _tensor(ex, inputs[0], node.output.dtype), approximate=node.attrs.get("approximate", "none")
+    )
 
 
 @ref_lowering(ops.UNARY["softplus"])
@@ -152,15 +201,32 @@ def _softplus(ex: Any, node: Any, inputs: list) -> Any:
 
 
 _OPERATORS: dict[str, Callable] = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-    "floordiv": operator.floordiv, "remainder": operator.mod, "pow": operator.pow,
-    "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
-    "left_shift": operator.lshift, "right_shift": operator.rshift, "eq": operator.eq, "ne": operator.ne,
-    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "remainder": operator.mod,
+    "pow": operator.pow,
+    "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "bitwise_xor": operator.xor,
+    "left_shift": operator.lshift,
+    "right_shift": operator.rshift,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
 }
 _TENSOR_BINARY: dict[str, Callable] = {
-    "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2,
-    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "atan2": torch.atan2,
+    "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor,
 }
 
 
@@ -180,7 +246,10 @@ def _make_operator(fn: Callable) -> Callable:
 def _make_tensor_binary(fn: Callable) -> Callable:
     def rule(ex: Any, node: Any, inputs: list) -> Any:
         dtype = node.output.dtype if node.output.dtype != torch.bool else None
-        a, b = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype, device=ex.device) for x in inputs)
+        a, b = (
+            x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype, device=ex.device)
+            for x in inputs
+        )
         if dtype is not None:
             a, b = a.to(dtype), b.to(dtype)
         return fn(a, b)
@@ -198,7 +267,11 @@ for _name, _fn in _TENSOR_BINARY.items():
 def _where(ex: Any, node: Any, inputs: list) -> Any:
     cond, a, b = inputs
     dtype = node.output.dtype
-    return torch.where(_tensor(ex, cond, torch.bool), _tensor(ex, a, dtype).to(dtype), _tensor(ex, b, dtype).to(dtype))
+    return torch.where(
+        _tensor(ex, cond, torch.bool),
+        _tensor(ex, a, dtype).to(dtype),
+        _tensor(ex, b, dtype).to(dtype),
+    )
 
 
 @ref_lowering(ops.cast)
@@ -216,8 +289,14 @@ def _clamp(ex: Any, node: Any, inputs: list) -> Any:
 # -- reductions and scans ---------------------------------------------------------------------------
 
 _REDUCE_FNS = {
-    "sum": torch.sum, "prod": torch.prod, "amax": torch.amax, "amin": torch.amin, "any": torch.any,
-    "all": torch.all, "argmax": torch.argmax, "argmin": torch.argmin,
+    "sum": torch.sum,
+    "prod": torch.prod,
+    "amax": torch.amax,
+    "amin": torch.amin,
+    "any": torch.any,
+    "all": torch.all,
+    "argmax": torch.argmax,
+    "argmin": torch.argmin,
 }
 
 
@@ -282,15 +361,22 @@ def _custom_reduce(ex: Any, node: Any, inputs: list) -> Any:
     if values[0].shape[dim] > extent:
         lanes = torch.arange(values[0].shape[dim], device=ex.device) < extent
         lanes = lanes.reshape([-1 if axis == dim else 1 for axis in range(values[0].ndim)])
-        values = [torch.where(lanes, v, torch.tensor(o, dtype=v.dtype, device=ex.device)) for v, o in zip(values, node.attrs["other"], strict=True)]
-    results = _combine.tree_reduce(_region_combiner(ex, node.regions[0]), values, dim, node.attrs["keepdim"])
+        values = [
+            torch.where(lanes, v, torch.tensor(o, dtype=v.dtype, device=ex.device))
+            for v, o in zip(values, node.attrs["other"], strict=True)
+        ]
+    results = _combine.tree_reduce(
+        _region_combiner(ex, node.regions[0]), values, dim, node.attrs["keepdim"]
+    )
     return results if len(results) > 1 else results[0]
 
 
 @ref_lowering(ops.custom_scan)
 def _custom_scan(ex: Any, node: Any, inputs: list) -> Any:
     values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs, strict=True)]
-    results = _combine.inclusive_scan(_region_combiner(ex, node.regions[0]), values, node.attrs["dim"], node.attrs["reverse"])
+    results = _combine.inclusive_scan(
+        _region_combiner(ex, node.regions[0]), values, node.attrs["dim"], node.attrs["reverse"]
+    )
     return results if len(results) > 1 else results[0]
 
 
@@ -361,13 +447,20 @@ def _subscript(ex: Any, node: Any, inputs: list) -> Any:
 
 @ref_lowering(ops.full)
 def _full(ex: Any, node: Any, inputs: list) -> Any:
-    return torch.full(ex.shape(node.attrs["shape"]), node.attrs["value"], dtype=node.attrs["dtype"], device=ex.device)
+    return torch.full(
+        ex.shape(node.attrs["shape"]),
+        node.attrs["value"],
+        dtype=node.attrs["dtype"],
+        device=ex.device,
+    )
 
 
 @ref_lowering(ops.arange)
 def _arange(ex: Any, node: Any, inputs: list) -> Any:
     start = node.attrs["start"]
-    return torch.arange(start, start + ex.resolve(node.attrs["length"]), dtype=node.attrs["dtype"], device=ex.device)
+    return torch.arange(
+        start, start + ex.resolve(node.attrs["length"]), dtype=node.attrs["dtype"], device=ex.device
+    )
 
 
 @ref_lowering(ops.constant)
@@ -541,7 +634,11 @@ def load_from(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, mask: Any)
         index = _basic_index(ex, items, inputs)
         _check_basic_bounds(node, node.op.name, tensor, index)
         result = tensor[index]
-        return result.clone() if ex.copy_loads or node.attrs["tensor"].index in ex.stored_tensors else result
+        return (
+            result.clone()
+            if ex.copy_loads or node.attrs["tensor"].index in ex.stored_tensors
+            else result
+        )
     indices = _gather_index(ex, node, items, inputs)
     _check_gather_bounds(node, node.op.name, tensor, indices, mask)
     if mask is not None:
@@ -549,7 +646,11 @@ def load_from(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, mask: Any)
     result = tensor[tuple(indices)] if indices else tensor.clone()
     result = _restore_none_dims(result, items, indices)
     if mask is not None:
-        result = torch.where(mask.expand(result.shape) if mask.ndim else mask, result, torch.zeros((), dtype=result.dtype, device=result.device))
+        result = torch.where(
+            mask.expand(result.shape) if mask.ndim else mask,
+            result,
+            torch.zeros((), dtype=result.dtype, device=result.device),
+        )
     return result
 
 
@@ -564,7 +665,9 @@ def _store(ex: Any, node: Any, inputs: list) -> None:
     store_into(ex, node, tensor, inputs, inputs[node.attrs["value"]], _mask(inputs, node))
 
 
-def store_into(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, value: Any, mask: Any) -> None:
+def store_into(
+    ex: Any, node: Any, tensor: torch.Tensor, inputs: list, value: Any, mask: Any
+) -> None:
     """`tensor[attrs["items"]] = value` for a store-like node, only where `mask` is true."""
     items = node.attrs["items"]
     if mask is None and _is_basic(items):
@@ -576,7 +679,11 @@ def store_into(ex: Any, node: Any, tensor: torch.Tensor, inputs: list, value: An
     _check_gather_bounds(node, node.op.name, tensor, indices, mask)
     shape = _result_shape(indices, node, ex)
     value = fit_to_slot(value, shape)
-    value = value.expand(value.shape if not shape else torch.broadcast_shapes(value.shape, shape)) if isinstance(value, torch.Tensor) else value
+    value = (
+        value.expand(value.shape if not shape else torch.broadcast_shapes(value.shape, shape))
+        if isinstance(value, torch.Tensor)
+        else value
+    )
     full_indices = [i.expand(value.shape) for i in indices]
     if mask is not None:
         keep = mask.expand(value.shape)

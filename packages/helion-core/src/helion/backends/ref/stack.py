@@ -24,7 +24,15 @@ def _buffers(ex: Any, node: Any, ptrs: torch.Tensor) -> list[torch.Tensor]:
     candidates = candidate_tensors(ex.host)
     addresses = [int(a) for a in ptrs.reshape(-1).tolist()]
     return [
-        resolve_buffer(a, like.shape, like.stride, like.dtype, ptrs.device, candidates, what="stack_load/stack_store")
+        resolve_buffer(
+            a,
+            like.shape,
+            like.stride,
+            like.dtype,
+            ptrs.device,
+            candidates,
+            what="stack_load/stack_store",
+        )
         for a in addresses
     ]
 
@@ -38,7 +46,9 @@ def _split(value: Any, ptrs: torch.Tensor, count: int, rank: int) -> list[Any]:
         return [value] * count
     lead = ptrs.ndim
     value = value.reshape((1,) * (rank - value.ndim) + tuple(value.shape))
-    shape = torch.broadcast_shapes(tuple(value.shape[:lead]), tuple(ptrs.shape)) + tuple(value.shape[lead:])
+    shape = torch.broadcast_shapes(tuple(value.shape[:lead]), tuple(ptrs.shape)) + tuple(
+        value.shape[lead:]
+    )
     return list(value.expand(shape).reshape(count, *value.shape[lead:]).unbind(0))
 
 
