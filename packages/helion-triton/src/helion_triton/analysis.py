@@ -149,7 +149,9 @@ class KernelAnalysis:
         if node.op.reduction:
             position = _position(value.type.shape, symbol)
             # (a custom reduction reduces every one of its inputs)
-            return any(operand is value for operand in node.inputs) and node.attrs["dim"] == position
+            return (
+                any(operand is value for operand in node.inputs) and node.attrs["dim"] == position
+            )
         if node.op is ops.dot:
             a, b = node.inputs[0], node.inputs[1]
             return (
@@ -189,7 +191,10 @@ class KernelAnalysis:
                 return f"{node.op.name} (user code) computes over the dimension"
             if node.op.scan and _position(node.inputs[0].type.shape, symbol) == node.attrs["dim"]:
                 return "a scan along the dimension"
-            if node.op.whole_dim and _position(node.inputs[0].type.shape, symbol) == node.attrs["dim"]:
+            if (
+                node.op.whole_dim
+                and _position(node.inputs[0].type.shape, symbol) == node.attrs["dim"]
+            ):
                 return f"{node.op.name} along the dimension"
             if node.op.memory == "load":
                 reads.add(node.attrs["tensor"].index)

@@ -70,14 +70,17 @@ class TritonBackend(Backend):
         for tensor in ir.tensor_args:
             if tensor.dtype not in TL_DTYPES:
                 raise exc.BackendUnsupported(
-                    f"tensor {tensor.name!r} of dtype {tensor.dtype}", self.name,
+                    f"tensor {tensor.name!r} of dtype {tensor.dtype}",
+                    self.name,
                     hint=f"Triton has types for {', '.join(sorted(str(d).removeprefix('torch.') for d in TL_DTYPES))}",
                 )
         for node in ir.walk():
             for value in node.outputs:
                 dtype = getattr(value.type, "dtype", None)
                 if isinstance(dtype, torch.dtype) and dtype not in TL_DTYPES:
-                    raise exc.BackendUnsupported(f"{node.op.name} producing {dtype}", self.name, loc=node.loc)
+                    raise exc.BackendUnsupported(
+                        f"{node.op.name} producing {dtype}", self.name, loc=node.loc
+                    )
         table = lowering_table()
         missing = [node for node in ir.walk() if not node.op.structural and node.op not in table]
         if missing:

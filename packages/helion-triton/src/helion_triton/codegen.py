@@ -258,7 +258,10 @@ def _values_in(operands: Any) -> Iterator[Value]:
 
 
 def resolve_blocks(
-    ir: KernelIR, block_sizes: Sequence[int], reduction_loops: Sequence[Any], rdim_infeasible: Container[int]
+    ir: KernelIR,
+    block_sizes: Sequence[int],
+    reduction_loops: Sequence[Any],
+    rdim_infeasible: Container[int],
 ) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
     """Per block id: the Triton extent of the dimension (a power of two), the step between tiles
     (tile / fixed / grid dims), and the chunk of each looped reduction dimension."""
@@ -268,7 +271,9 @@ def resolve_blocks(
     for info in ir.block_sizes:
         if info.kind == "tile":
             if info.config_index is None or info.config_index >= len(block_sizes):
-                raise exc.InvalidConfig(f"config has no block size for tile dimension {info.block_id}")
+                raise exc.InvalidConfig(
+                    f"config has no block size for tile dimension {info.block_id}"
+                )
             size = int(block_sizes[info.config_index])
             if size & (size - 1):
                 raise exc.InvalidConfig(
@@ -282,8 +287,16 @@ def resolve_blocks(
             block_value[info.block_id] = next_power_of_2(size)
         else:
             index = info.config_index
-            chunk = reduction_loops[index] if index is not None and index < len(reduction_loops) else None
-            if chunk is not None and int(chunk) < info.size_hint and info.block_id not in rdim_infeasible:
+            chunk = (
+                reduction_loops[index]
+                if index is not None and index < len(reduction_loops)
+                else None
+            )
+            if (
+                chunk is not None
+                and int(chunk) < info.size_hint
+                and info.block_id not in rdim_infeasible
+            ):
                 looped[info.block_id] = int(chunk)
                 block_value[info.block_id] = int(chunk)
             else:
@@ -368,7 +381,10 @@ class KernelCodegen:
 
     def _resolve_blocks(self) -> None:
         self.block_value, self.real_block, self.looped = resolve_blocks(
-            self.ir, self.options.block_sizes, self.options.reduction_loops, self.analysis.rdim_infeasible
+            self.ir,
+            self.options.block_sizes,
+            self.options.reduction_loops,
+            self.analysis.rdim_infeasible,
         )
 
     # ------------------------------------------------------------------------------------------

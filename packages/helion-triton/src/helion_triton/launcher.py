@@ -272,7 +272,15 @@ def _call_below_wrapper(run: Any, metadata: Any) -> tuple[Any, tuple]:
         launch = run.launch
     except (AttributeError, TypeError, ValueError):
         return plain
-    if needs_scratch or parameters != ["self", "gridX", "gridY", "gridZ", "stream", "function", "args"]:
+    if needs_scratch or parameters != [
+        "self",
+        "gridX",
+        "gridY",
+        "gridZ",
+        "stream",
+        "function",
+        "args",
+    ]:
         return plain
     # Triton 3.6: launch(gx, gy, gz, stream, function, cooperative, pdl, global_scratch,
     # profile_scratch, packed_metadata, launch_metadata, enter_hook, exit_hook, *kernel_args)
@@ -372,8 +380,19 @@ class DirectLaunch:
         run, function, metadata, tail = entry[:4]
         size = len(grid)
         try:
-            run(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1,
-                self._current_stream(device), function, metadata, None, enter, leave, *args, *tail)
+            run(
+                grid[0],
+                grid[1] if size > 1 else 1,
+                grid[2] if size > 2 else 1,
+                self._current_stream(device),
+                function,
+                metadata,
+                None,
+                enter,
+                leave,
+                *args,
+                *tail,
+            )
         except TypeError:
             # the compiled launcher takes other arguments in this Triton version: bind instead
             self._disable()
@@ -407,7 +426,11 @@ class DirectLaunch:
     def _build_grid_launcher(self, grid: Any) -> Any:
         """The launcher of ``grid`` for arguments of the first direct launch's kinds (None when
         the grid or an argument is of a kind it does not handle)."""
-        if not isinstance(grid, tuple) or not 1 <= len(grid) <= 3 or any(type(g) is not int for g in grid):
+        if (
+            not isinstance(grid, tuple)
+            or not 1 <= len(grid) <= 3
+            or any(type(g) is not int for g in grid)
+        ):
             return None
         if len(self._grid_launchers) >= _GRID_LAUNCHERS:
             return None
@@ -419,7 +442,9 @@ class DirectLaunch:
         keyword_params = ", ".join(f"{k}=_UNSET" for k in keywords)
         signature = ", ".join(p for p in (params, f"*, {keyword_params}" if keywords else "") if p)
         keyword_dict = "{" + ", ".join(f"{k!r}: {k}" for k in keywords) + "}"
-        fallback = f"return _general(_grid, ({params}{',' if len(names) == 1 else ''}), {keyword_dict})"
+        fallback = (
+            f"return _general(_grid, ({params}{',' if len(names) == 1 else ''}), {keyword_dict})"
+        )
         body = self._launch_body(names, ", ".join(str(g) for g in (*grid, 1, 1)[:3]), fallback)
         if body is None:
             return None
@@ -445,7 +470,9 @@ class DirectLaunch:
             grid_lines = ""
             dims = ", ".join(str(g) for g in (*plan.static_grid, 1, 1)[:3])
         else:  # an empty grid launches nothing, as in the module launcher
-            grid_lines = f"    __grid = {plan.grid}\n    if min(__grid) <= 0:\n        return None\n"
+            grid_lines = (
+                f"    __grid = {plan.grid}\n    if min(__grid) <= 0:\n        return None\n"
+            )
             dims = ", ".join([*(f"__grid[{i}]" for i in range(plan.rank)), "1", "1"][:3])
         body = self._launch_body(plan.args, dims, f"return _module_launcher({params})")
         if body is None:
@@ -456,7 +483,9 @@ class DirectLaunch:
         exec(compile(source, f"<helion fused launch of {self.fn.__name__}>", "exec"), scope)
         return scope["launch"]
 
-    def _launch_body(self, names: Sequence[str], dims: str, fallback: str) -> tuple[str, dict] | None:
+    def _launch_body(
+        self, names: Sequence[str], dims: str, fallback: str
+    ) -> tuple[str, dict] | None:
         """The body of a grid or fused launcher and its scope: for arguments ``names`` of the
         first direct launch's kinds, the launch of their entry over ``dims``; else ``fallback``.
         Its own names start with ``__`` (the parameters are named after the kernel's)."""
@@ -497,11 +526,22 @@ class DirectLaunch:
     {fallback}
 """
         scope = {
-            "_Tensor": torch.Tensor, "_int": int, "_bool": bool, "_float": float,
-            "_I32_LOW": _I32[0], "_I32_HIGH": _I32[1], "_device": self._current_device,
-            "_stream": self._current_stream, "_entries": self._entries, "_knobs": self._runtime_knobs,
-            "_hook_active": _hook_active, "_disable": self._disable,
-            "__enter": enter, "__enter_calls": enter_calls, "__leave": leave, "__leave_calls": leave_calls,
+            "_Tensor": torch.Tensor,
+            "_int": int,
+            "_bool": bool,
+            "_float": float,
+            "_I32_LOW": _I32[0],
+            "_I32_HIGH": _I32[1],
+            "_device": self._current_device,
+            "_stream": self._current_stream,
+            "_entries": self._entries,
+            "_knobs": self._runtime_knobs,
+            "_hook_active": _hook_active,
+            "_disable": self._disable,
+            "__enter": enter,
+            "__enter_calls": enter_calls,
+            "__leave": leave,
+            "__leave_calls": leave_calls,
             **primary_scope,
         }
         return source, scope
@@ -545,7 +585,7 @@ class DirectLaunch:
         head_names = "".join(f"{n}, " for n in constants[: len(head)])
         tail_names = ", ".join(constants[len(head) :])
         source = f"""
-        if {' and '.join(tests)} and {idle}:
+        if {" and ".join(tests)} and {idle}:
             try:
                 return __c_launch({dims}, _stream(__d), __c_function, {head_names}{passed}{tail_names})
             except TypeError:

@@ -186,7 +186,9 @@ def emit_group(cg: KernelCodegen, group: ChunkGroup | OnlineSum, block: Block) -
                 reductions.looped_sink_update(cg, sink, state)
                 cg.node = previous
         for fused in group.online:
-            amax_state = next(s for n, s in zip(group.sinks, states, strict=True) if n is fused.amax)
+            amax_state = next(
+                s for n, s in zip(group.sinks, states, strict=True) if n is fused.amax
+            )
             _update_online_sum(cg, fused, amax_state)
         del cg.rdims[group.block_id]
         cg.exprs = dict(saved_exprs)  # nothing computed on a chunk outlives it

@@ -136,7 +136,9 @@ def _arg_reduce(ctx: Any, name: str, x: str, dim: int, rank: int, keepdim: bool)
     along ``dim``, as torch picks it: NaN before any number, then the first of equal lanes."""
     combine = ctx.helper(f"_helion_{name}_combine", _ARG_COMBINES[name])
     spread = ", ".join(":" if d == dim else "None" for d in range(rank))
-    lanes = ctx.assign(f"tl.arange(0, {x}.shape[{dim}])[{spread}] + tl.zeros({x}.shape, tl.int32)", "lane")
+    lanes = ctx.assign(
+        f"tl.arange(0, {x}.shape[{dim}])[{spread}] + tl.zeros({x}.shape, tl.int32)", "lane"
+    )
     keep = ", keep_dims=True" if keepdim else ""
     value, index = ctx.fresh(f"{name}_value"), ctx.fresh(f"{name}_index")
     ctx.emit(f"{value}, {index} = tl.reduce(({x}, {lanes}), {dim}, {combine}{keep})")
@@ -204,7 +206,9 @@ def looped_sink_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
         ctx.emit(f"{acc} = tl.where({better}, {value}, {acc})")
         return
     acc_dtype = state["acc_dtype"]
-    part = ctx.assign(kind.partial(ctx, x, dim, bool(node.attrs.get("keepdim")), acc_dtype), "chunk")
+    part = ctx.assign(
+        kind.partial(ctx, x, dim, bool(node.attrs.get("keepdim")), acc_dtype), "chunk"
+    )
     ctx.emit(f"{acc} = {kind.combine(acc, part, acc_dtype)}")
 
 

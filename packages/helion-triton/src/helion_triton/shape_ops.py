@@ -245,7 +245,15 @@ ONE_HOT_GATHER_IN_INTERPRETER = False
 _ONE_HOT_GATHER_LIMIT = 65536
 
 
-def _lane_gather(ctx: Any, source: str, source_shape: Any, index: str, index_shape: Any, dim: int, dtype: torch.dtype) -> str:
+def _lane_gather(
+    ctx: Any,
+    source: str,
+    source_shape: Any,
+    index: str,
+    index_shape: Any,
+    dim: int,
+    dtype: torch.dtype,
+) -> str:
     """``tl.gather(source, index, dim)``, or where Triton's GPU gather lowering cannot take it,
     the same by a one-hot select. Triton 3.6 asserts (``isWarpLocal``) on small gathers: seen
     on the H200 for [2..8, 32] indices with 4 and 16 warps, not for [16, 32] with 4 warps. Below

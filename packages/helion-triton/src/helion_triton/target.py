@@ -157,4 +157,3 @@ def reshaped_dot_accumulator_ok() -> bool:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts) >= (3, 7)
-

@@ -309,9 +309,7 @@ def _inner_block_is_a_dot_output(ir: KernelIR) -> bool:
     Then that block is also the K of the next dot (``p @ v_tile``), not a matmul's thin K."""
     top_level = {b for loop in ir.top_level_loops() for b in loop.block_ids}
     inner = {info.symbol for info in ir.tunable_blocks() if info.block_id not in top_level}
-    return any(
-        node.op is ops.dot and node.inputs[1].shape[-1] in inner for node in ir.walk()
-    )
+    return any(node.op is ops.dot and node.inputs[1].shape[-1] in inner for node in ir.walk())
 
 
 def _matmul_seeds(ir: KernelIR, spec: Any, target: TritonTarget) -> list[dict[str, Any]]:
@@ -395,7 +393,10 @@ def _reduction_seeds(ir: KernelIR, spec: Any, analysis: KernelAnalysis) -> list[
             seeds.append({"block_sizes": sizes, "num_warps": loop_warps, "reduction_loops": loops})
         # and 4096-wide chunks on 4 warps, 3 stages: 3.53 TB/s there against 3.36 for 2048
         wider = [4096 if loop == 2048 else loop for loop in loops]
-        seeds.insert(len(seeds) - 2, {"block_sizes": sizes, "num_warps": 4, "num_stages": 3, "reduction_loops": wider})
+        seeds.insert(
+            len(seeds) - 2,
+            {"block_sizes": sizes, "num_warps": 4, "num_stages": 3, "reduction_loops": wider},
+        )
     return seeds
 
 
@@ -407,7 +408,14 @@ def _pointwise_seeds(ir: KernelIR, spec: Any, slice_lanes: int = 1) -> list[dict
     # the second session of 2026-12-04 on an H200, 16 elements a thread over several rows: add
     # 8192^2 bf16 [16, 1024] on 32 warps (4.16 TB/s, 97.5% of copy, where the third session's
     # pick made 3.93) and swiglu 8192x14336 bf16 [2, 2048] on 8 warps (4.27 TB/s)
-    shares = ((1024, 4, None), (2048, 8, None), (512, 4, None), (2048, 4, None), (4096, 8, 2048), (16384, 32, 1024))
+    shares = (
+        (1024, 4, None),
+        (2048, 8, None),
+        (512, 4, None),
+        (2048, 4, None),
+        (4096, 8, 2048),
+        (16384, 32, 1024),
+    )
     if slice_lanes > 1:
         # rope (4x4096x(32+8)x128 bf16, 64-lane halves) on an H200: 4096 elements per access
         # on 8 warps ran at 3.82 TB/s, 2048 on 4 at 3.70, the row-per-program seeds at 3.45
@@ -464,7 +472,6 @@ def contiguous_loop_orders(ir: KernelIR) -> list[list[int]]:
 
 # ---------------------------------------------------------------------------------------------
 # configs Triton is known to reject
-
 
 
 def max_tensor_numel() -> int:
@@ -539,7 +546,10 @@ def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | No
         # the extents the code generator will use; the spec already keeps infeasible looped
         # reductions at None, so none are excluded here
         extents, _, _ = resolve_blocks(
-            ir, list(config.get("block_sizes", ()) or ()), list(config.get("reduction_loops", ()) or ()), ()
+            ir,
+            list(config.get("block_sizes", ()) or ()),
+            list(config.get("reduction_loops", ()) or ()),
+            (),
         )
     except exc.InvalidConfig:
         return None  # not a tile-size question: compiling it reports what is wrong
