@@ -7,7 +7,9 @@ each memory op in the per-op config lists) is derived once and cached on the ana
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import functools
 import weakref
 from typing import Any
 
@@ -22,6 +24,7 @@ from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion_triton.axes import TileOrigins
 
 
 @dataclasses.dataclass
@@ -96,6 +99,16 @@ class KernelAnalysis:
                 reason = self._flatten_problem(loop)
                 if reason is not None:
                     self.flatten_problems[loop.loop_id] = reason
+
+    @functools.cached_property
+    def tile_origins(self) -> TileOrigins | None:
+        """The tile each dimension of each value came from, where one block size sizes more than
+        one tile (``hl.register_block_size`` shared by loops); None where each block size has
+        one tile, which then bounds all of its dimensions."""
+        tiles = collections.Counter(b for loop in self.ir.loops for b in loop.block_ids)
+        if all(count == 1 for count in tiles.values()):
+            return None
+        return TileOrigins(self.ir)
 
     # -- def/use --------------------------------------------------------------------------------
 

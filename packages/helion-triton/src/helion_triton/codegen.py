@@ -44,6 +44,7 @@ from helion_triton import fp8
 from helion_triton import looped
 from helion_triton import mathlib
 from helion_triton.analysis import KernelAnalysis
+from helion_triton.axes import UNKNOWN
 from helion_triton.target import TritonTarget
 from helion_triton.tunables import MAX_STATIC_RANGE_ITERATIONS
 from helion_triton.tunables import TritonOptions
@@ -170,6 +171,8 @@ class TileVars:
     is_grid: bool
     offset_dtype: torch.dtype | None = None
     index_dtype: torch.dtype | None = None
+    # the IR bounds (begin, end) of the tile's loop, for `always_multiple`
+    bounds: tuple[Any, Any] | None = None
 
 
 @dataclasses.dataclass
@@ -370,8 +373,6 @@ class KernelCodegen:
         self.zero_lanes: set[int] = set()
         # values loaded through a tensor descriptor (TMA on the GPU)
         self.descriptor_loads: set[int] = set()
-        # the IR bounds (begin, end) of each bound tile's loop, for `always_multiple`
-        self.tile_bounds: dict[int, tuple[Any, Any]] = {}
         self.index_dtype = ir.index_dtype
         self._dim_cache: dict[Any, str] = {}
         self._resolve_blocks()
@@ -563,8 +564,9 @@ class KernelCodegen:
             return False
         return self.block_value[info.block_id] != self.real_block[info.block_id]
 
-    def dim_mask(self, dim: Any) -> str | None:
-        """The 1-D mask of a shape entry's valid lanes, or None when every lane is valid."""
+    def dim_mask(self, dim: Any, origin: Any = UNKNOWN) -> str | None:
+        """The 1-D mask of a shape entry's valid lanes, or None when every lane is valid.
+        ``origin`` is the tile the dimension came from (:meth:`origins`)."""
         if isinstance(dim, int) or dim.is_Integer:
             n = int(dim)
             if n == next_power_of_2(n):
@@ -582,6 +584,9 @@ class KernelCodegen:
             if info.kind == "grid":
                 return None
             tile = self.tiles_by_block.get(info.block_id)
+            shared = [t for t in self.tiles_by_value.values() if t.block_id == info.block_id]
+            if len(shared) > 1:
+                tile = self._tile_of_dim(dim, shared, origin)
             return tile.mask if tile else None
         for symbol in dim.free_symbols:
             if self.dim_mask(symbol) is not None:
@@ -589,6 +594,36 @@ class KernelCodegen:
                     f"masking the merged dimension {dim} (its tiles are partial)"
                 )
         return None
+
+    def _tile_of_dim(self, dim: Any, shared: list[TileVars], origin: Any) -> TileVars:
+        """Of the tiles in scope that share the block size ``dim``, the one a dimension came
+        from: each has its own bounds. With none traced, any will do only if their masks agree."""
+        tile = self.tiles_by_value.get(origin)
+        if tile is not None and tile.block_id == shared[0].block_id:
+            return tile
+        if len({t.mask for t in shared}) == 1:
+            return shared[-1]
+        what = self.node.op.name if self.node is not None else "an operation"
+        raise exc.BackendUnsupported(
+            f"{what} on a dimension of block size {dim}, which {len(shared)} tiles in scope "
+            "share (which tile's bounds apply cannot be traced)",
+            BACKEND,
+            loc=self.node.loc if self.node is not None else None,
+            hint="Derive the value from loads or tile.index of the tiles (x[tile_m, tile_n]) "
+            "rather than from hl.zeros / hl.full of block sizes alone, or give each loop its "
+            "own block size.",
+        )
+
+    def origins(self, value: Any) -> tuple | None:
+        """The tile each dimension of ``value`` came from, where one block size sizes several
+        tiles (:mod:`helion_triton.axes`); None otherwise, or for a non-tensor operand."""
+        traced = self.analysis.tile_origins
+        return traced.of(value) if traced is not None else None
+
+    def origin(self, value: Any, dim: int) -> Any:
+        """The tile dimension ``dim`` of ``value`` came from (UNKNOWN when not traced)."""
+        row = self.origins(value)
+        return row[dim] if row else UNKNOWN
 
     def is_flat(self, shape: Any) -> bool:
         return self.flat is not None and tuple(shape) == self.flat.shape
@@ -601,12 +636,15 @@ class KernelCodegen:
         items = ", ".join(":" if i == position else "None" for i in range(rank))
         return f"{expr}[{items}]"
 
-    def mask_for(self, shape: Any, positions: Any = None) -> str | None:
-        """The AND of the masks of ``shape``'s dimensions at ``positions`` (default: all)."""
+    def mask_for(self, shape: Any, positions: Any = None, origins: Any = None) -> str | None:
+        """The AND of the masks of ``shape``'s dimensions at ``positions`` (default: all);
+        ``origins`` (:meth:`origins`) gives the tile of the leading dimensions it covers."""
         shape = tuple(shape)
+        origins = origins or ()
         parts: list[str] = []
         for position in range(len(shape)) if positions is None else positions:
-            mask = self.dim_mask(shape[position])
+            origin = origins[position] if position < len(origins) else UNKNOWN
+            mask = self.dim_mask(shape[position], origin)
             if mask is not None:
                 placed = self.place(mask, position, shape)
                 if placed not in parts:
@@ -879,7 +917,6 @@ class KernelCodegen:
         self.emit(f"{index} = {index_expr}")
         parts = []
         lo, hi = static_bounds
-        self.tile_bounds[block_id] = static_bounds
         if isinstance(lo, int) and isinstance(hi, int):
             exact = (hi - lo) % real == 0
         else:
@@ -893,7 +930,17 @@ class KernelCodegen:
             mask = self.fresh(f"mask_{block_id}")
             self.emit(f"{mask} = {' & '.join(parts)}")
         return TileVars(
-            block_id, offset, index, mask, begin, end, step, False, offset_dtype, index_dtype
+            block_id,
+            offset,
+            index,
+            mask,
+            begin,
+            end,
+            step,
+            False,
+            offset_dtype,
+            index_dtype,
+            bounds=static_bounds,
         )
 
     def always_multiple(self, bound: Any, step: int) -> bool:
@@ -907,10 +954,14 @@ class KernelCodegen:
         if producer is None or producer.op not in (ops.TILE_ATTRS["begin"], ops.TILE_ATTRS["end"]):
             return False
         block_id = producer.attrs["block_id"]
-        bounds = self.tile_bounds.get(block_id)
-        if bounds is None or self.ir.block(block_id).kind == "grid":
+        # the tile itself, not the block's latest one: an inner loop may share its block size
+        if producer.inputs and isinstance(producer.inputs[0], Value):
+            tile = self.tiles_by_value.get(producer.inputs[0].id)
+        else:
+            tile = self.tiles_by_block.get(block_id)
+        if tile is None or tile.bounds is None or self.ir.block(block_id).kind == "grid":
             return False
-        lo, hi = bounds
+        lo, hi = tile.bounds
         if self.real_block[block_id] % step or not self.always_multiple(lo, step):
             return False
         # tile.end is min(begin + block, end): the loop's end must be a multiple too

@@ -79,7 +79,7 @@ def _inputs(ctx: Any, node: Node, dim: int | None) -> list[str]:
     others = node.attrs.get("other") or [None] * len(node.inputs)
     for value, other in zip(node.inputs, others, strict=True):
         x = ctx.cast(ctx.expr(value), carrier(value.dtype), value.dtype)
-        mask = ctx.mask_for(value.shape, [dim]) if dim is not None else None
+        mask = ctx.mask_for(value.shape, [dim], ctx.origins(value)) if dim is not None else None
         if mask is not None and not (other == 0 and value.id in ctx.zero_lanes):
             x = f"tl.where({mask}, {x}, {ctx.typed_constant(other, carrier(value.dtype))})"
         exprs.append(ctx.assign(x, "masked") if x != ctx.expr(value) else x)
@@ -154,7 +154,9 @@ def _custom_scan(ctx: Any, node: Node) -> Any:
     dim = node.attrs["dim"]
     reverse = ", reverse=True" if node.attrs.get("reverse") else ""
     inputs = _inputs(ctx, node, None)
-    mask = ctx.mask_for(node.inputs[0].shape, [dim]) if node.attrs.get("reverse") else None
+    mask = None
+    if node.attrs.get("reverse"):
+        mask = ctx.mask_for(node.inputs[0].shape, [dim], ctx.origins(node.inputs[0]))
     combine = combine_function(ctx, node, with_valid=mask is not None)
     if mask is None and len(inputs) == 1:
         return _outputs(ctx, node, [f"tl.associative_scan({inputs[0]}, {dim}, {combine}{reverse})"])

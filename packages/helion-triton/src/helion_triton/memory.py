@@ -112,7 +112,7 @@ def pointer_access(ctx: Any, node: Node, lead: int = 0) -> tuple[str, str | None
             terms.append(_term(index, stride))
             vector = vector or bool(value.shape)
             for offset, value_dim in enumerate(value.shape):
-                mask = ctx.dim_mask(value_dim)
+                mask = ctx.dim_mask(value_dim, ctx.origin(value, offset))
                 if mask is not None:
                     add_mask(ctx.place(mask, lead + offset, shape))
         else:

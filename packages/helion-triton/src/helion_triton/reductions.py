@@ -11,6 +11,7 @@ from helion.ir.core import Node
 from helion.ir.core import Value
 from helion.language import _ops as ops
 from helion_triton import combine
+from helion_triton.axes import join
 from helion_triton.codegen import literal
 from helion_triton.lowerings import Rule
 from helion_triton.lowerings import compute_float
@@ -91,7 +92,7 @@ def _reduction_input(ctx: Any, node: Node, kind: ReductionKind) -> tuple[str, to
     dim = node.attrs["dim"]
     acc_dtype = kind.acc_dtype(value.dtype, node.output.dtype)
     x = ctx.cast(ctx.expr(value), acc_dtype, value.dtype)
-    mask = ctx.mask_for(value.shape, [dim])
+    mask = ctx.mask_for(value.shape, [dim], ctx.origins(value))
     identity = kind.identity(acc_dtype)
     if mask is not None and identity == 0 and value.id in ctx.zero_lanes:
         mask = None  # padded lanes already hold the identity
@@ -271,7 +272,7 @@ def _scan_rule(name: str) -> Rule:
         compute = compute_float(out) if out.is_floating_point else out
         x = ctx.cast(ctx.expr(value), compute, value.dtype)
         reverse = ", reverse=True" if node.attrs.get("reverse") else ""
-        mask = ctx.mask_for(value.shape, [dim])
+        mask = ctx.mask_for(value.shape, [dim], ctx.origins(value))
         if name == "cumsum":
             identity, call = 0, "tl.cumsum({x}, {dim}{reverse})"
         elif name == "cumprod":
@@ -324,7 +325,7 @@ def _dot_operands(ctx: Any, node: Node) -> tuple[str, str, torch.dtype, bool]:
     a_expr = ctx.cast(ctx.expr(a), dtype, a.dtype)
     b_expr = ctx.cast(ctx.expr(b), dtype, b.dtype)
     k = a.shape[-1]
-    k_mask = ctx.dim_mask(k)
+    k_mask = ctx.dim_mask(k, join(ctx.origin(a, -1), ctx.origin(b, -2)))
     if k_mask is not None and a.id in ctx.zero_lanes and b.id in ctx.zero_lanes:
         k_mask = None  # both operands were loaded with masks: their padded lanes are 0
     if k_mask is not None:

@@ -23,7 +23,7 @@ _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 def _zero_padded(ctx: Any, value: Any, dim: int, fill: str, hint: str) -> str:
     """``value`` with the padded lanes of dimension ``dim`` set to ``fill``."""
     expr = ctx.expr(value)
-    mask = ctx.dim_mask(value.shape[dim])
+    mask = ctx.dim_mask(value.shape[dim], ctx.origin(value, dim))
     if mask is None or value.id in ctx.zero_lanes:
         return expr
     if value.dtype in _FP8:

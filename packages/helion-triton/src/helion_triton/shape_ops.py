@@ -182,7 +182,7 @@ def _sorted_keys(
     dtype = value.dtype
     kdt = key_dtype(dtype)
     key = sort_key(ctx, ctx.expr(value), dtype, descending)
-    mask = ctx.mask_for(shape, [dim])
+    mask = ctx.mask_for(shape, [dim], ctx.origins(value))
     if with_indices:
         if kdt != torch.int32:
             raise ctx.unsupported(f"{node.op.name} with indices of {dtype} values (64-bit keys)")
@@ -292,7 +292,7 @@ def _lane_gather(
 def _gather(ctx: Any, node: Node) -> str:
     source, index = node.inputs
     idx = ctx.expr(index)
-    mask = ctx.mask_for(index.shape)
+    mask = ctx.mask_for(index.shape, None, ctx.origins(index))
     if mask is not None and index.id not in ctx.zero_lanes:
         # padded lanes of the index may hold anything: point them at lane 0
         idx = ctx.assign(f"tl.where({mask}, {idx}, 0)", "index")

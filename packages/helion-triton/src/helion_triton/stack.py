@@ -25,7 +25,7 @@ def _access(ctx: Any, node: Node, shape: tuple) -> tuple[str, str | None]:
     if len(shape) > lead:
         base = f"{base}[{', '.join([':'] * lead + ['None'] * (len(shape) - lead))}]"
     base = ctx.assign(base, "stack_base")
-    masks = [m for m in (ctx.mask_for(shape, positions=range(lead)), mask) if m]
+    masks = [m for m in (ctx.mask_for(shape, range(lead), ctx.origins(ptrs)), mask) if m]
     return f"{base} + ({offset})", (" & ".join(masks) if masks else None)
 
 
