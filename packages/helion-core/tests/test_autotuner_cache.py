@@ -410,3 +410,172 @@ def test_csv_shows_the_rebenchmark_the_winner_was_picked_from(tmp_path: Path) ->
     ]
     assert float(rows[4][2]) == pytest.approx(2.0)
     assert rows[4][4] == "samples 2.000000 2.000000 2.000000"
+
+
+# ------------------------------------------------------------------------------- damaged caches
+def _corrupt_warnings(record: list[Any]) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, exc.CacheCorrupt)]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (bytes([0xF8, 0x81, 0x00, 0xFF]) * 50, "not UTF-8 text"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b"not json", "not valid JSON"),
+    ],
+)
+def test_damaged_entry_is_retuned_with_one_warning(content: bytes, reason: str) -> None:
+    import warnings
+
+    bound = FakeBound(make_settings())
+    best = autotune(bound, ARGS)
+    entry = cache_module.AutotuneCache(bound)
+    entry.path.write_bytes(content)
+    bound = FakeBound(make_settings())
+    # "always": the driver reads the entry twice (before and under the tuning lock), and
+    # neither read may repeat the warning of the other
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert autotune(bound, ARGS) == best
+    assert bound.compiles > 0, "re-tuned"
+    found = _corrupt_warnings(record)
+    assert len(found) == 1 and reason in found[0], found
+    assert entry.get() == best, "the entry was rewritten"
+
+
+def test_list_entries_reports_an_undecodable_entry(private_cache: Path) -> None:
+    entry = cache_module.AutotuneCache(FakeBound(make_settings()))
+    entry.put(Config(block_sizes=[32], num_warps=4))
+    entry.path.write_bytes(b"\xff\xfe\x00")
+    [listed] = cache_module.list_entries()
+    assert "not UTF-8 text" in listed["error"]
+
+
+def _cache_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "autotune cache directory" in r.getMessage()]
+
+
+def test_cache_dir_that_is_a_file_tunes_without_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    not_a_directory = tmp_path / "cache-file"
+    not_a_directory.write_text("x")
+    monkeypatch.setenv("HELION_CACHE_DIR", str(not_a_directory))
+    bound = FakeBound(make_settings(autotune_log_level=logging.WARNING))
+    with caplog.at_level(logging.WARNING, logger="helion.autotuner"):
+        best = autotune(bound, ARGS)
+    assert best["block_sizes"] == [32] and bound.compiles > 0
+    [warning] = _cache_warnings(caplog)
+    assert str(not_a_directory / "autotune") in warning and "without the cache" in warning
+    assert not_a_directory.read_text() == "x"
+
+
+def test_unusable_cache_dir_is_one_warning_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, private_cache: Path
+) -> None:
+    # what an unwritable directory does to the lock (simulated: this may run as root)
+    def refuse(path: Path, **_: Any) -> Any:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(cache_module, "file_lock", refuse)
+    bound = FakeBound(make_settings(autotune_log_level=logging.WARNING))
+    with caplog.at_level(logging.WARNING, logger="helion.autotuner"):
+        assert autotune(bound, ARGS)["block_sizes"] == [32]
+    [warning] = _cache_warnings(caplog)
+    assert str(private_cache / "autotune") in warning and "Permission denied" in warning
+    assert not any("could not write" in r.getMessage() for r in caplog.records)
+
+
+def test_read_only_cache_dir_tunes_without_the_cache(
+    private_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = private_cache / "autotune"
+    directory.mkdir(parents=True)
+    directory.chmod(0o500)
+    try:
+        try:
+            (directory / "probe").touch()
+        except PermissionError:
+            pass
+        else:
+            pytest.skip("this user can write a 0o500 directory (root)")
+        bound = FakeBound(make_settings(autotune_log_level=logging.WARNING))
+        with caplog.at_level(logging.WARNING, logger="helion.autotuner"):
+            assert autotune(bound, ARGS)["block_sizes"] == [32]
+        [warning] = _cache_warnings(caplog)
+        assert str(directory) in warning
+    finally:
+        directory.chmod(0o700)
+
+
+# ------------------------------------------------------------------------------- config overrides
+@pytest.mark.parametrize("from_env", [False, True])
+def test_config_overrides_are_checked_before_searching(
+    monkeypatch: pytest.MonkeyPatch, from_env: bool
+) -> None:
+    def bound_with(overrides: dict[str, Any]) -> FakeBound:
+        if from_env:
+            monkeypatch.setenv("HELION_AUTOTUNE_CONFIG_OVERRIDES", json.dumps(overrides))
+            return FakeBound(make_settings())
+        return FakeBound(make_settings(autotune_config_overrides=overrides))
+
+    bound = bound_with({"blok_sizes": [16]})
+    with pytest.raises(exc.InvalidConfig) as raised:
+        autotune(bound, ARGS)
+    message = str(raised.value)
+    assert "'blok_sizes'" in message and "Did you mean 'block_sizes'?" in message
+    assert "Valid keys: block_sizes, num_warps" in message
+    assert bound.compiles == 0, "nothing was measured"
+
+    bound = bound_with({"block_sizes": [3]})
+    with pytest.raises(exc.InvalidConfig, match=r"config\['block_sizes'\]\[0\] = 3"):
+        autotune(bound, ARGS)
+    assert bound.compiles == 0
+
+    bound = bound_with({"block_sizes": [16]})
+    assert autotune(bound, ARGS)["block_sizes"] == [16]
+
+
+# ------------------------------------------------------------------------------- autotune_cache
+def test_strict_cache_is_also_keyed_on_the_library_sources() -> None:
+    local = cache_module.AutotuneCache(FakeBound(make_settings()))
+    strict_bound = FakeBound(make_settings(autotune_cache="StrictLocalAutotuneCache"))
+    strict = cache_module.AutotuneCache(strict_bound)
+    assert "library_sources" not in local.key_parts
+    assert strict.key_parts["library_sources"].startswith("helion:")
+    assert strict.path != local.path
+    # a Local entry is not a Strict hit; a Strict entry is
+    local.put(Config(block_sizes=[32], num_warps=4))
+    assert strict.get() is None
+    best = autotune(strict_bound, ARGS)
+    compiles = strict_bound.compiles
+    assert autotune(strict_bound, ARGS) == best and strict_bound.compiles == compiles
+    assert strict.get() == best
+
+
+def test_library_source_hash_follows_the_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    package = tmp_path / "fakeplugin"
+    package.mkdir()
+    (package / "__init__.py").write_text("VERSION = '1.0'\n")
+    module = types.ModuleType("fakeplugin")
+    module.__file__ = str(package / "__init__.py")
+    module.__path__ = [str(package)]
+    monkeypatch.setitem(sys.modules, "fakeplugin", module)
+    monkeypatch.setattr(cache_module, "_SOURCE_HASHES", {})
+
+    class PluginBackend:
+        pass
+
+    PluginBackend.__module__ = "fakeplugin.backend"
+    bound = FakeBound(make_settings())
+    bound.backend = PluginBackend()  # type: ignore[assignment]
+    before = cache_module.library_source_hash(bound)
+    assert before.startswith("helion:") and "+fakeplugin:" in before
+    (package / "__init__.py").write_text("VERSION = '1.0'  # edited, same version\n")
+    monkeypatch.setattr(cache_module, "_SOURCE_HASHES", {})  # as in a new process
+    assert cache_module.library_source_hash(bound) != before

@@ -251,6 +251,34 @@ def test_config_overrides_json_and_file(monkeypatch: pytest.MonkeyPatch, tmp_pat
     }
 
 
+def test_autotune_cache_accepts_only_the_caches_that_exist(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().autotune_cache == "LocalAutotuneCache"
+    assert settings_mod.AUTOTUNE_CACHES == ("LocalAutotuneCache", "StrictLocalAutotuneCache")
+    s = Settings(autotune_cache="strictlocalautotunecache")
+    assert s.autotune_cache == "StrictLocalAutotuneCache"
+    monkeypatch.setenv("HELION_AUTOTUNE_CACHE", "StrictLocalAutotuneCache")
+    assert Settings().autotune_cache == "StrictLocalAutotuneCache"
+    monkeypatch.setenv("HELION_AUTOTUNE_CACHE", "NoSuchCacheClass")
+    with pytest.raises(exc.InvalidSetting, match="HELION_AUTOTUNE_CACHE: 'NoSuchCacheClass'"):
+        Settings()
+    monkeypatch.delenv("HELION_AUTOTUNE_CACHE")
+    with pytest.raises(
+        exc.InvalidSetting, match="'LocalAutotuneCache', 'StrictLocalAutotuneCache'"
+    ):
+        Settings(autotune_cache="NoSuchCacheClass")
+    with pytest.raises(exc.InvalidSetting, match="did you mean 'StrictLocalAutotuneCache'"):
+        Settings(autotune_cache="StrictLocalCache")
+    # public Helion's other caches are refused with the reason, not silently ignored
+    for name in ("RemoteAutotuneCache", "StrictRemoteAutotuneCache", "AOTAutotuneCache"):
+        with pytest.raises(exc.InvalidSetting, match=f"'{name}' is not supported: there is no"):
+            Settings(autotune_cache=name)
+    with pytest.raises(exc.InvalidSetting):
+        s.autotune_cache = "RemoteAutotuneCache"
+    assert s.autotune_cache == "StrictLocalAutotuneCache"
+
+
 def test_seed_configs_accept_dicts() -> None:
     s = Settings(autotune_seed_configs={"block_sizes": [32]})
     assert s.autotune_seed_configs == [Config(block_sizes=[32])]

@@ -61,9 +61,16 @@ def load_module(source: str, name: str, *, interpret: bool) -> ModuleType:
         if module is not None:
             return module
         path = cache_dir() / f"{name}_{digest}.py"
-        if not path.exists() or path.read_text() != source:
+        # compare bytes, not text: a damaged file that does not decode is different, and UTF-8
+        # on both sides is what Python's import reads, whatever the locale's encoding
+        encoded = source.encode("utf-8")
+        try:
+            current = path.read_bytes()
+        except OSError:
+            current = None  # missing or unreadable: write it
+        if current != encoded:
             temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            temporary.write_text(source)
+            temporary.write_bytes(encoded)
             os.replace(temporary, path)
         module_name = f"helion_triton_generated.{name}_{key.replace('-', '_')}"
         spec = importlib.util.spec_from_file_location(module_name, path)

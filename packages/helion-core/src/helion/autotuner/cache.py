@@ -13,9 +13,14 @@ whatever ``bound.cache_key()`` returns -- under ``<helion cache_dir()>/autotune/
 * A second lock, held for the whole tuning run (:meth:`AutotuneCache.tuning_lock`), makes a
   process that wants to tune a kernel another process is already tuning wait and reuse its
   result instead of measuring on a contended device.
-* An entry that is not valid JSON, misses fields, has other key parts, or holds a config the
-  kernel's ConfigSpec rejects is ignored with a ``CacheCorrupt`` warning (and re-tuned).
+* An entry that is not UTF-8 JSON, misses fields, has other key parts, or holds a config the
+  kernel's ConfigSpec rejects is ignored with a ``CacheCorrupt`` warning (and re-tuned); the
+  warning is given once per cache object and reason, although the driver reads the entry twice.
 * ``HELION_SKIP_CACHE=1`` disables reading and writing.
+* ``settings.autotune_cache``: ``LocalAutotuneCache`` (the above) or ``StrictLocalAutotuneCache``,
+  which also keys entries on the content of the installed Helion sources (core and the kernel's
+  backend package), so an edited or reinstalled Helion with an unchanged version never reuses
+  an entry.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from typing import Iterator
 
@@ -69,6 +76,45 @@ def key_parts_of(bound: Any) -> dict[str, str]:
         with contextlib.suppress(Exception):
             raw["config_spec"] = fingerprint()
     return {str(k): v if isinstance(v, str) else repr(v) for k, v in sorted(raw.items())}
+
+
+#: ``settings.autotune_cache`` values that add :func:`library_source_hash` to the key
+STRICT_CACHES = frozenset({"StrictLocalAutotuneCache"})
+
+
+def library_source_hash(bound: Any) -> str:
+    """Hashes of the Python sources of the helion package and of the package the kernel's
+    backend comes from (a plugin such as helion_triton)."""
+    import helion
+
+    packages = [helion]
+    backend = getattr(bound, "backend", None)
+    if backend is not None:
+        plugin = sys.modules.get(type(backend).__module__.split(".")[0])
+        if plugin is not None and plugin is not helion:
+            packages.append(plugin)
+    return "+".join(_package_source_hash(package) for package in packages)
+
+
+def _package_source_hash(module: ModuleType) -> str:
+    location = getattr(module, "__file__", None)
+    if not location:
+        return f"{module.__name__}:?"
+    if module.__name__ not in _SOURCE_HASHES:
+        # a package: every .py below it; a single-module plugin: only its own file
+        root = Path(location).parent
+        files = sorted(root.rglob("*.py")) if hasattr(module, "__path__") else [Path(location)]
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            with contextlib.suppress(OSError):
+                digest.update(path.read_bytes())
+        _SOURCE_HASHES[module.__name__] = digest.hexdigest()[:16]
+    return f"{module.__name__}:{_SOURCE_HASHES[module.__name__]}"
+
+
+# once per process: a running process keeps executing the code it imported at startup
+_SOURCE_HASHES: dict[str, str] = {}
 
 
 def hash_key_parts(parts: dict[str, str]) -> str:
@@ -138,13 +184,20 @@ class CacheEntryError(Exception):
 def read_entry(path: Path) -> dict[str, Any]:
     """Parse and structurally check one entry file; raises CacheEntryError."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as error:
         raise CacheEntryError(f"unreadable ({error})") from None
+    try:
+        # explicit UTF-8: entries are written as ASCII JSON, whatever the locale's encoding
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CacheEntryError(f"not UTF-8 text ({error})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise CacheEntryError(f"not valid JSON ({error})") from None
+    except RecursionError:
+        raise CacheEntryError("not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise CacheEntryError("not a JSON object")
     if data.get("version") != ENTRY_VERSION:
@@ -165,17 +218,24 @@ class AutotuneCache:
         self.settings = settings if settings is not None else getattr(bound, "settings", None)
         self.directory = Path(directory) if directory is not None else cache_root()
         self.key_parts = key_parts_of(bound)
+        if getattr(self.settings, "autotune_cache", None) in STRICT_CACHES:
+            self.key_parts["library_sources"] = library_source_hash(bound)
         self.key = hash_key_parts(self.key_parts)
         self.kernel_name = str(getattr(getattr(bound, "kernel", None), "name", None) or "kernel")
         self.path = self.directory / f"{_slug(self.kernel_name)}-{self.key[:24]}{ENTRY_SUFFIX}"
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.tuning_lock_path = self.path.with_name(self.path.name + ".tuning.lock")
+        # get() runs twice per tuning (before and under the tuning lock): warn once per reason
+        self._warned: set[str] = set()
 
     @property
     def enabled(self) -> bool:
         return not cache_disabled()
 
     def _warn(self, reason: str) -> None:
+        if reason in self._warned:
+            return
+        self._warned.add(reason)
         try:
             from helion import exc
             from helion.autotuner.progress import user_stacklevel
@@ -194,7 +254,14 @@ class AutotuneCache:
 
     def get(self) -> Any | None:
         """The cached config (normalized for this kernel), or None on a miss / unusable entry."""
-        if not self.enabled or not self.path.exists():
+        if not self.enabled:
+            return None
+        try:
+            if not self.path.exists():
+                return None
+        except OSError:
+            # a directory that cannot be searched: no entry to call corrupt; the driver warns
+            # about the directory when it cannot take the tuning lock there
             return None
         try:
             data = read_entry(self.path)

@@ -4,11 +4,15 @@ Order of decisions:
 1. ``configs=[...]`` given: benchmark exactly those (FiniteSearch; fewer than 2 -> NotEnoughConfigs);
    the result is not cached (the choice is the caller's list, not the kernel's).
 2. effort ``none``: the spec's default config, no measuring.
-3. the on-disk cache, unless ``force`` / ``HELION_FORCE_AUTOTUNE`` / ``HELION_SKIP_CACHE``.
-4. tune: seeds = default config + backend heuristics (``bound.seed_configs()``) + user seeds
-   (``settings.autotune_seed_configs``) + cached configs of the same kernel at other shapes when
-   the initial-population strategy is ``from_best_available`` (the default for quick effort);
-   run the search within the time budget; store the winner; print the line that hard-codes it.
+3. the on-disk cache, unless ``force`` / ``HELION_FORCE_AUTOTUNE`` / ``HELION_SKIP_CACHE``; a
+   cache directory that cannot hold the tuning lock is warned about and tuning goes on without
+   the cache.
+4. tune: check ``settings.autotune_config_overrides`` against the spec (InvalidConfig naming the
+   bad key or value); seeds = default config + backend heuristics (``bound.seed_configs()``) +
+   user seeds (``settings.autotune_seed_configs``) + cached configs of the same kernel at other
+   shapes when the initial-population strategy is ``from_best_available`` (the default for quick
+   effort); run the search within the time budget; store the winner; print the line that
+   hard-codes it.
 """
 
 from __future__ import annotations
@@ -85,16 +89,21 @@ def autotune(
     if check is not None:
         check()
 
-    lock = (
-        cache.tuning_lock(
-            on_wait=lambda: log.info(
-                "%s: another process is tuning this kernel; waiting for its result", name
-            )
-        )
-        if cache is not None and not _distributed()
-        else contextlib.nullcontext()
-    )
-    with lock:
+    with contextlib.ExitStack() as lock:
+        if cache is not None and not _distributed():
+            try:
+                lock.enter_context(
+                    cache.tuning_lock(
+                        on_wait=lambda: log.info(
+                            "%s: another process is tuning this kernel; waiting for its result",
+                            name,
+                        )
+                    )
+                )
+            except OSError as error:
+                # the directory cannot hold a lock file, so it cannot hold the entry either
+                _warn_cache_unusable(log, name, cache, error)
+                cache = None
         if cache is not None and not force:
             hit = cache.get()  # written by the process we waited for
             if hit is not None:
@@ -132,6 +141,7 @@ def _tune(
 
     settings = bound.settings
     name = _kernel_name(bound)
+    overrides = _checked_overrides(bound, settings)
     profile = _profile_for(effort_name, settings)
     search_cls = get_search(
         search or getattr(settings, "autotune_search", None) or profile.default_search
@@ -169,7 +179,7 @@ def _tune(
                 seed=None if seed is None else int(seed) + attempt,
                 seed_configs=seeds,
                 max_generations=getattr(settings, "autotune_max_generations", None),
-                config_overrides=getattr(settings, "autotune_config_overrides", None) or None,
+                config_overrides=overrides,
                 config_filter=_candidate_filter(bound, settings, log),
                 **options,
             )
@@ -312,6 +322,37 @@ def _open_cache(bound: Any, settings: Any, log: AutotuneLog) -> AutotuneCache | 
         log.debug("autotune cache unavailable: %s", error)
         return None
     return cache if cache.enabled else None
+
+
+def _warn_cache_unusable(log: AutotuneLog, name: str, cache: AutotuneCache, error: OSError) -> None:
+    log.warning(
+        "%s: the autotune cache directory %s cannot be used (%s); tuning without the cache "
+        "(check HELION_CACHE_DIR)",
+        name,
+        cache.directory,
+        error,
+    )
+
+
+def _checked_overrides(bound: Any, settings: Any) -> dict[str, Any] | None:
+    """``settings.autotune_config_overrides`` once the kernel's spec accepts them on top of its
+    default config: the search forces them on every candidate, so a bad key or value would
+    otherwise reject every candidate without saying which override is to blame."""
+    from helion import exc
+    from helion.autotuner.search.base import make_config
+
+    overrides = getattr(settings, "autotune_config_overrides", None)
+    if not overrides:
+        return None
+    spec = bound.config_spec
+    try:
+        spec.normalize(make_config({**dict(spec.default_config()), **overrides}))
+    except (exc.InvalidConfig, TypeError, ValueError) as error:
+        raise exc.InvalidConfig(
+            f"autotune_config_overrides (HELION_AUTOTUNE_CONFIG_OVERRIDES) {overrides!r} do "
+            f"not fit kernel {_kernel_name(bound)!r}: {error}"
+        ) from None
+    return dict(overrides)
 
 
 def _raise_with_failures(error: Exception, harness: Any) -> None:

@@ -44,13 +44,14 @@ _EFFORT_ALIASES = {"high": "full"}
 DOT_PRECISIONS: tuple[str, ...] = ("tf32", "tf32x3", "ieee", "default", "high", "highest")
 PRECOMPILE_MODES: tuple[str, ...] = ("fork", "spawn")
 INITIAL_POPULATION_STRATEGIES: tuple[str, ...] = ("from_random", "from_best_available")
-AUTOTUNE_CACHES: tuple[str, ...] = (
-    "LocalAutotuneCache",
-    "StrictLocalAutotuneCache",
-    "RemoteAutotuneCache",
-    "StrictRemoteAutotuneCache",
-    "AOTAutotuneCache",
-)
+#: ``autotune_cache`` values this implementation has (see helion.autotuner.cache)
+AUTOTUNE_CACHES: tuple[str, ...] = ("LocalAutotuneCache", "StrictLocalAutotuneCache")
+#: cache classes of public Helion that are not implemented here, and why
+_UNSUPPORTED_AUTOTUNE_CACHES: dict[str, str] = {
+    "RemoteAutotuneCache": "there is no remote cache backend (HELION_REMOTE_CACHE_BACKEND)",
+    "StrictRemoteAutotuneCache": "there is no remote cache backend (HELION_REMOTE_CACHE_BACKEND)",
+    "AOTAutotuneCache": "there is no ahead-of-time tuning workflow (helion.aot_kernel)",
+}
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -265,6 +266,25 @@ def parse_config_overrides(
             raise _invalid(source, f"expected a JSON object, got {type(data).__name__}")
         return data
     raise _invalid(source, f"expected a dict, JSON string or path, got {raw!r}")
+
+
+def parse_autotune_cache(raw: object, source: str = "autotune_cache") -> str:
+    # class names are CamelCase; any case is accepted and the canonical spelling stored
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    choices = ", ".join(map(repr, AUTOTUNE_CACHES))
+    for name in AUTOTUNE_CACHES:
+        if name.lower() == text:
+            return name
+    for name, reason in _UNSUPPORTED_AUTOTUNE_CACHES.items():
+        if name.lower() == text:
+            raise _invalid(source, f"{name!r} is not supported: {reason}; use one of {choices}")
+    close = difflib.get_close_matches(text, [n.lower() for n in AUTOTUNE_CACHES], n=1)
+    suggestion = (
+        f" (did you mean {next(n for n in AUTOTUNE_CACHES if n.lower() == close[0])!r}?)"
+        if close
+        else ""
+    )
+    raise _invalid(source, f"{raw!r} is not an autotune cache; use one of {choices}{suggestion}")
 
 
 def parse_dot_precision(raw: object, source: str = "dot_precision") -> str:
@@ -686,9 +706,9 @@ class _SettingsFields:
     )
     autotune_cache: str = _setting(
         "HELION_AUTOTUNE_CACHE",
-        _parse_str,
+        parse_autotune_cache,
         "LocalAutotuneCache",
-        "Name of the autotune cache class.",
+        "Autotune cache: 'LocalAutotuneCache' or 'StrictLocalAutotuneCache' (also keyed on the Helion sources).",
     )
     autotune_search: str = _setting(
         "HELION_AUTOTUNER",
