@@ -39,7 +39,16 @@ _modules: dict[str, ModuleType] = {}
 _modules_lock = threading.Lock()
 
 
+_private_dir: Path | None = None  # this process's own directory, once the shared one failed
+
+
 def cache_dir() -> Path:
+    """Where generated modules are written: ``$HELION_CACHE_DIR/triton``, else a per-user
+    directory in the temp dir. When that directory cannot be used (HELION_CACHE_DIR names a
+    file, no permission), a private directory of this process, with one warning: kernels still
+    compile, they are only not shared with other processes."""
+    if _private_dir is not None:
+        return _private_dir
     root = os.environ.get("HELION_CACHE_DIR")
     if root:
         path = Path(root) / "triton"
@@ -48,8 +57,25 @@ def cache_dir() -> Path:
             Path(tempfile.gettempdir())
             / f"helion-triton-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
         )
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return _use_private_dir(path, error)
     return path
+
+
+def _use_private_dir(path: Path, error: OSError) -> Path:
+    global _private_dir
+    if _private_dir is None:
+        import warnings
+
+        _private_dir = Path(tempfile.mkdtemp(prefix="helion-triton-"))
+        warnings.warn(
+            f"helion-triton: cannot write generated kernels to {path} ({error}); using "
+            f"{_private_dir} for this process (check HELION_CACHE_DIR)",
+            stacklevel=3,
+        )
+    return _private_dir
 
 
 def load_module(source: str, name: str, *, interpret: bool) -> ModuleType:
@@ -69,9 +95,11 @@ def load_module(source: str, name: str, *, interpret: bool) -> ModuleType:
         except OSError:
             current = None  # missing or unreadable: write it
         if current != encoded:
-            temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            temporary.write_bytes(encoded)
-            os.replace(temporary, path)
+            try:
+                _write_atomically(path, encoded)
+            except OSError as error:  # a directory we may read but not write
+                path = _use_private_dir(path.parent, error) / path.name
+                _write_atomically(path, encoded)
         module_name = f"helion_triton_generated.{name}_{key.replace('-', '_')}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         assert spec is not None and spec.loader is not None
@@ -82,6 +110,13 @@ def load_module(source: str, name: str, *, interpret: bool) -> ModuleType:
             _interpret_module(module)
         _modules[key] = module
         return module
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    # written beside and renamed: a process importing the file never sees half of it
+    temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
 
 
 def _interpret_module(module: ModuleType) -> None:
