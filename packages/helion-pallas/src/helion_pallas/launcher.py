@@ -31,7 +31,24 @@ def to_jax(tensor: torch.Tensor) -> Any:
     tensor = tensor.detach()
     if not tensor.is_contiguous():
         tensor = tensor.contiguous()
+    else:
+        # torch calls a tensor contiguous whatever the strides of its size-1 (and size-0)
+        # dims, and DLPack passes them on: JAX reads strides (1, 16) of a (16, 1) tensor as a
+        # column-major layout and refuses it for a kernel compiled for row-major arguments.
+        # The row-major strides address the same memory: a view, no copy
+        strides = _row_major_strides(tensor.shape)
+        if tensor.stride() != strides:
+            tensor = tensor.as_strided(tensor.shape, strides)
     return jax.dlpack.from_dlpack(tensor)
+
+
+def _row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def jax_device(device: torch.device) -> Any:

@@ -67,6 +67,12 @@ class Backend(abc.ABC):
     device_types: ClassVar[tuple[str, ...]] = ()
     """``torch.device`` types this backend generates code for; empty means any device."""
 
+    zero_length_slices: ClassVar[bool] = False
+    """Whether loads and stores of a ``:`` slice of length 0 (``x[tile, :]`` of a dimension of
+    size 0) compile and run correctly. When false, core refuses them before an override of
+    :meth:`check` runs: code that pads such a dimension to one lane without a mask reads memory
+    that does not exist."""
+
     def is_available(self) -> tuple[bool, str]:
         """Report whether this backend can compile kernels in this process.
 
@@ -106,7 +112,9 @@ class Backend(abc.ABC):
         """Reject IR this backend cannot compile, before anything is compiled.
 
         The default accepts everything. Backends override it to report every unsupported
-        construct at once, each with its source location.
+        construct at once, each with its source location. The runtime runs :func:`check_core`
+        first (the checks that hold for every backend: no tensor on the meta device; see also
+        :attr:`zero_length_slices`), so an override need not call ``super().check``.
 
         Args:
             ir: The kernel IR after core passes.
@@ -206,6 +214,49 @@ class Backend(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} backend {self.name!r}>"
+
+
+def check_core(backend: Backend, ir: KernelIR) -> None:
+    """The checks that run before a backend's own :meth:`Backend.check`.
+
+    Raises:
+        helion.exc.TensorOnMetaDevice: A tensor the device code uses is on the meta device.
+        helion.exc.ZeroLengthSlice: A load or store of a length-0 slice, on a backend that does
+            not declare :attr:`Backend.zero_length_slices`.
+    """
+    from helion import exc
+
+    # meta tensors have shapes but no memory: a launch would read and write nothing (ref) or
+    # fail inside the backend's toolkit (DLPack, a device copy)
+    meta = [repr(tensor.name) for tensor in ir.tensor_args if tensor.device.type == "meta"]
+    if meta:
+        raise exc.TensorOnMetaDevice(", ".join(meta), backend.name)
+    if backend.zero_length_slices:
+        return
+    for node in _reachable_nodes(ir.body.nodes):
+        items = node.attrs.get("items") if node.op.memory else None
+        for item in items or ():
+            if isinstance(item, tuple) and len(item) == 3 and item[0] == "full" and item[2] == 0:
+                raise exc.ZeroLengthSlice(node.op.name, backend.name, loc=node.loc)
+
+
+def _reachable_nodes(nodes: Any) -> Any:
+    """The nodes of a block and its regions, less the bodies of loops whose range is empty
+    (a tile loop over a dimension of size 0 never runs, whatever its body reads)."""
+    for node in nodes:
+        yield node
+        begins, ends = node.attrs.get("begins"), node.attrs.get("ends")
+        if (
+            begins is not None
+            and ends is not None
+            and any(
+                isinstance(b, int) and isinstance(e, int) and e <= b
+                for b, e in zip(begins, ends, strict=True)
+            )
+        ):
+            continue
+        for region in node.regions:
+            yield from _reachable_nodes(region.nodes)
 
 
 def _default_repeat(warmup_seconds: float) -> int:

@@ -332,8 +332,9 @@ def _norm_dim(tracer: Any, value: Value, dim: Any, what: str) -> int:
     return dim % ndim
 
 
-def _reduce(kind: str) -> Handler:
+def _reduce(kind: str, name: str | None = None) -> Handler:
     op = ops.REDUCTIONS[kind]
+    name = name or f"torch.{kind}"
 
     def handler(
         tracer: Any, x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
@@ -349,9 +350,41 @@ def _reduce(kind: str) -> Handler:
             attrs["dtype"] = torch.int64
         if kind in ("any", "all"):
             attrs["dtype"] = torch.bool
+        if _empty_dim(tracer, value.shape[axis]):
+            return _empty_reduce(tracer, kind, value, attrs, name)
         return tracer.wrap(tracer.emit(op, [value], attrs))
 
     return handler
+
+
+# what a reduction over no elements gives (torch's values); the others raise, as in torch
+_EMPTY_IDENTITIES = {"sum": 0, "prod": 1, "any": False, "all": True}
+
+
+def _empty_dim(tracer: Any, dim: sympy.Expr) -> bool:
+    """Whether a dimension is known to have no elements (a `:` slice of a size-0 dimension)."""
+    if dim.is_Integer:
+        return int(dim) == 0
+    # the symbol of a length-0 slice stands for one lane in code (block sizes are positive)
+    return tracer.rdim_extents.get(dim) == 0
+
+
+def _empty_reduce(tracer: Any, kind: str, value: Value, attrs: dict, name: str) -> DeviceValue:
+    """A reduction over a dimension of size 0: its identity, without reading `value` (the
+    compiled backends would reduce the one padded lane they hold for the empty dimension)."""
+    if kind not in _EMPTY_IDENTITIES:
+        raise exc.EmptyReduction(name, attrs["dim"], loc=tracer.current_loc())
+    shape = list(value.shape)
+    if attrs["keepdim"]:
+        shape[attrs["dim"]] = sympy.Integer(1)
+    else:
+        del shape[attrs["dim"]]
+    full_attrs = {
+        "shape": tuple(shape),
+        "value": _EMPTY_IDENTITIES[kind],
+        "dtype": attrs.get("dtype") or value.dtype,
+    }
+    return tracer.wrap(tracer.emit(ops.full, [], full_attrs))
 
 
 for _kind in ("sum", "prod", "amax", "amin", "any", "all", "argmax", "argmin"):
@@ -363,9 +396,9 @@ def _max_min(kind: str) -> Handler:
         if isinstance(dim, (DeviceValue, TileProxy, float)):
             return _binary("maximum" if kind == "max" else "minimum")(tracer, x, dim)
         if dim is None:
-            return _reduce("a" + kind)(tracer, x, None, False)
-        values = _reduce("a" + kind)(tracer, x, dim, keepdim)
-        indices = _reduce("arg" + kind)(tracer, x, dim, keepdim)
+            return _reduce("a" + kind, f"torch.{kind}")(tracer, x, None, False)
+        values = _reduce("a" + kind, f"torch.{kind}")(tracer, x, dim, keepdim)
+        indices = _reduce("arg" + kind, f"torch.{kind}")(tracer, x, dim, keepdim)
         return (
             torch.return_types.max((values, indices))
             if kind == "max"
@@ -381,6 +414,8 @@ register(torch.min, *_methods("min"))(_max_min("min"))
 
 def _extent(tracer: Any, value: Value, dim: int) -> Any:
     """The number of valid elements along `dim` (for mean / var)."""
+    if _empty_dim(tracer, value.shape[dim]):
+        return 0  # dim_size gives the one lane code holds for it
     size = tracer.dim_size(value.shape[dim])
     if isinstance(size, int):
         return int(size)
@@ -478,6 +513,14 @@ def _logsumexp(tracer: Any, x: Any, dim: Any, keepdim: bool = False) -> DeviceVa
     value = _value(tracer, x)
     axis = _norm_dim(tracer, value, dim, "torch.logsumexp")
     source = _upcast(tracer, DeviceValue(tracer, value))
+    if _empty_dim(tracer, value.shape[axis]):
+        # log(0): torch gives -inf, where the amax below has nothing to reduce
+        attrs = {"dim": axis, "keepdim": keepdim}
+        empty = _empty_reduce(tracer, "sum", source.value, attrs, "torch.logsumexp")
+        result = tracer.call_torch(torch.log, (empty,), {})
+        return _cast(
+            tracer, result, value.dtype if value.dtype.is_floating_point else torch.float32
+        )
     peak = _reduce("amax")(tracer, source, axis, True)
     # a row of -inf would give nan from (-inf) - (-inf); use 0 as its shift instead
     safe_peak = tracer.call_torch(
@@ -501,6 +544,9 @@ def _softmax_impl(tracer: Any, x: Any, dim: Any, dtype: Any, log: bool) -> Devic
         value = _cast(tracer, DeviceValue(tracer, value), dtype).value
     axis = _norm_dim(tracer, value, dim, "softmax")
     source = _upcast(tracer, DeviceValue(tracer, value))
+    if _empty_dim(tracer, value.shape[axis]):
+        # an empty result: its shape is all there is, where the amax below has nothing to reduce
+        return _cast(tracer, source, value.dtype)
     peak = _reduce("amax")(tracer, source, axis, True)
     shifted = tracer.call_torch(torch.sub, (source, peak), {})
     exps = tracer.call_torch(torch.exp, (shifted,), {})

@@ -29,6 +29,11 @@ _IGNORED_FIELDS = (
     "load_eviction_policies",
 )
 
+_COMPLEX_HINT = (
+    "The compiled backends have no complex types: pass the real and imaginary parts as real "
+    "tensors (torch.view_as_real(z) gives both, as a last dimension of size 2)."
+)
+
 
 class RefCompiledKernel:
     def __init__(self, ir: KernelIR, config: Any) -> None:
@@ -50,10 +55,32 @@ class RefBackend(Backend):
     name = "ref"
     distribution = "helion-core"
     min_dot_size = 1
+    # tiles are sliced at their exact extent, so a length-0 slice is an empty tensor
+    zero_length_slices = True
 
     def check(self, ir: KernelIR) -> None:
         from helion.backends.ref.lowerings import ref_lowerings
 
+        # complex values would run through eager torch ops that are not the compiled backends'
+        # semantics (a reduction's accumulator drops the imaginary part); the compiled backends
+        # have no complex types, and ref is their oracle, so it refuses them as they do
+        for tensor in ir.tensor_args:
+            if tensor.dtype.is_complex:
+                raise exc.BackendUnsupported(
+                    f"tensor {tensor.name!r} of dtype {tensor.dtype}",
+                    self.name,
+                    hint=_COMPLEX_HINT,
+                )
+        for node in ir.walk():
+            for value in node.outputs:
+                dtype = getattr(value.type, "dtype", None)
+                if isinstance(dtype, torch.dtype) and dtype.is_complex:
+                    raise exc.BackendUnsupported(
+                        f"{node.op.name} producing {dtype}",
+                        self.name,
+                        loc=node.loc,
+                        hint=_COMPLEX_HINT,
+                    )
         table = ref_lowerings()
         missing = [node for node in ir.walk() if not node.op.structural and node.op not in table]
         if missing:
