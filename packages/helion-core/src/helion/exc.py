@@ -1156,3 +1156,60 @@ class CacheCorrupt(BaseWarning):
 
 class AutotuneCandidateFailed(BaseWarning):
     message = "Autotune candidate {0} failed: {1}"
+
+
+class EmptyReduction(BaseError):
+    message = (
+        "{0} over dimension {1}, which has size 0: the reduction has no identity value, "
+        "so its result is undefined (torch raises an error here too)."
+    )
+    hint = (
+        "Check the size in host code before launching, or reduce with sum, prod, any or all, "
+        "which give their identity for an empty dimension."
+    )
+
+
+class TensorOnMetaDevice(BaseError):
+    message = (
+        "Tensors of the device code are on the meta device ({0}), which holds no data: the "
+        "{1!r} backend cannot run a kernel on them."
+    )
+    hint = (
+        "Pass tensors on a real device. For output shapes alone, call the kernel under "
+        "torch.compile or torch's FakeTensorMode: its fake implementation runs only the host code."
+    )
+
+
+class ZeroLengthSlice(BackendUnsupported):
+    message = (
+        "{0} of a `:` slice of length 0 (a tensor dimension of size 0) is not supported by "
+        "the {1!r} backend."
+    )
+    hint = (
+        "Skip the kernel in host code when the dimension is empty, or use backend='ref', "
+        "which supports it."
+    )
+
+
+class GeneratorKernel(BaseError):
+    message = "Kernel {0!r} uses `{1}`: a Helion kernel must be a plain function, not a {2}."
+    hint = "A kernel runs once per call: write its results into output tensors and return them."
+
+
+class ComprehensionOnDevice(BaseError):
+    message = "A {0} over `{1}` is not supported in device code: {2}."
+    hint = (
+        "Write a `for` statement instead, or iterate a tuple or list of values "
+        "(e.g. `for i in (0, 1, 2)`)."
+    )
+
+
+class KernelCalledOnDevice(BaseError):
+    message = (
+        "Kernel {0!r} is called from the device code of kernel {1!r}: a Helion kernel cannot "
+        "be launched inside an `hl.tile` or `hl.grid` loop."
+    )
+    hint = (
+        "Call it from host code (before or after the device loops), or make the shared code a "
+        "plain Python function, which device code can call."
+    )

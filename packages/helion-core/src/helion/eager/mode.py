@@ -16,6 +16,7 @@ other way round) points at a frontend bug.
 
 from __future__ import annotations
 
+import dis
 import itertools
 import sys
 from typing import Any
@@ -258,21 +259,43 @@ _CREATION_FUNCS = {
     torch.tensor,
 }
 
-# in-place operators on device values rebind (`acc += x` is `acc = acc + x`, as in compiled code)
+# in-place operators on device values rebind (`acc += x` is `acc = acc + x`, as in compiled code,
+# where device values are values: an alias of a loaded tile or a view of it never changes)
 _INPLACE = {
-    torch.Tensor.__iadd__: torch.Tensor.__add__,
-    torch.Tensor.__isub__: torch.Tensor.__sub__,
-    torch.Tensor.__imul__: torch.Tensor.__mul__,
-    torch.Tensor.__itruediv__: torch.Tensor.__truediv__,
-    torch.Tensor.__ifloordiv__: torch.Tensor.__floordiv__,
-    torch.Tensor.__imod__: torch.Tensor.__mod__,
-    torch.Tensor.__ipow__: torch.Tensor.__pow__,
+    torch.Tensor.__ipow__: torch.Tensor.__pow__,  # torch's Python wrapper of `pow_`
     torch.Tensor.__iand__: torch.Tensor.__and__,
     torch.Tensor.__ior__: torch.Tensor.__or__,
     torch.Tensor.__ixor__: torch.Tensor.__xor__,
     torch.Tensor.__ilshift__: torch.Tensor.__lshift__,
     torch.Tensor.__irshift__: torch.Tensor.__rshift__,
 }
+# the other operators reach the mode as the in-place method itself (`w += 1` calls `Tensor.add_`,
+# as `w.add_(1)` does): these rebind only when the caller's instruction is an augmented
+# assignment (`_is_augmented_assignment`)
+_INPLACE_METHODS = {
+    torch.Tensor.add_: torch.Tensor.__add__,
+    torch.Tensor.sub_: torch.Tensor.__sub__,
+    torch.Tensor.mul_: torch.Tensor.__mul__,
+    torch.Tensor.div_: torch.Tensor.__truediv__,
+    torch.Tensor.floor_divide_: torch.Tensor.__floordiv__,
+    torch.Tensor.remainder_: torch.Tensor.__mod__,
+}
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+# BINARY_OP's arguments that are augmented assignments (NB_INPLACE_ADD ... NB_INPLACE_XOR)
+_INPLACE_ARGS = frozenset(
+    i for i, (name, _) in enumerate(getattr(dis, "_nb_ops", ())) if name.startswith("NB_INPLACE_")
+) or frozenset(range(13, 26))
+
+
+def _is_augmented_assignment() -> bool:
+    """Whether the torch call being handled comes from `a += b` (and the like) rather than a
+    call of the in-place method: the instruction its caller is running. Torch's C operators
+    call the mode directly, so the caller is the frame below `EagerTorchMode.__torch_function__`."""
+    frame = sys._getframe(2)
+    if _BINARY_OP is None:
+        return False
+    code, lasti = frame.f_code.co_code, frame.f_lasti
+    return code[lasti] == _BINARY_OP and code[lasti + 1] in _INPLACE_ARGS
 
 
 class EagerTorchMode(TorchFunctionMode):
@@ -305,6 +328,8 @@ class EagerTorchMode(TorchFunctionMode):
         if handler is not None:
             return handler(*tiles_to_indices(args), **tiles_to_indices(kwargs))
         inplace = _INPLACE.get(func)
+        if inplace is None and func in _INPLACE_METHODS and _is_augmented_assignment():
+            inplace = _INPLACE_METHODS[func]
         if inplace is not None:
             return inplace(*tiles_to_indices(args), **kwargs)
         if func in _SIZE_FUNCS:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import dataclasses
 import inspect
 import textwrap
@@ -68,6 +69,13 @@ def source_location(
 
 
 def read_source(fn: Callable) -> KernelSource:
+    src = _parse_source(fn)
+    if not isinstance(src.func_def, ast.FunctionDef):
+        raise exc.InternalError(f"kernel {fn.__name__!r} is not a plain function definition")
+    return src
+
+
+def _parse_source(fn: Callable) -> KernelSource:
     try:
         lines, first_lineno = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -79,9 +87,33 @@ def read_source(fn: Callable) -> KernelSource:
     tree = ast.parse(dedented)
     ast.increment_lineno(tree, first_lineno - 1)
     func_def = tree.body[0]
-    if not isinstance(func_def, ast.FunctionDef):
-        raise exc.InternalError(f"kernel {fn.__name__!r} is not a plain function definition")
-    return KernelSource(fn, filename, first_lineno, indent, lines, func_def)
+    return KernelSource(fn, filename, first_lineno, indent, lines, func_def)  # type: ignore[arg-type]
+
+
+def generator_construct(fn: Callable) -> tuple[str, exc.SourceLocation | None]:
+    """What makes ``fn`` a generator or coroutine function (``yield``, ``yield from``, ``await``
+    or ``async def``) and where it is, for the error refusing it as a kernel; no location where
+    the source cannot be read."""
+    fallback = "yield" if inspect.isgeneratorfunction(fn) else "async def"
+    try:
+        src = _parse_source(fn)
+    except (exc.BaseError, SyntaxError):
+        return fallback, None
+    if not isinstance(src.func_def, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return fallback, None  # a lambda: its line is the best there is
+    names = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await"}
+    found: list[ast.expr] = []
+    pending: list[ast.AST] = list(src.func_def.body)
+    while pending:  # not into nested functions: their yields are their own
+        node = pending.pop()
+        if type(node) in names:
+            found.append(node)  # type: ignore[arg-type]
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+    if not found:
+        return fallback, src.location(src.func_def)
+    first = min(found, key=lambda n: (n.lineno, n.col_offset))
+    return names[type(first)], src.location(first)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,16 +125,29 @@ def assigned_names(nodes: list[ast.stmt] | ast.AST) -> list[str]:
     found: list[str] = []
     roots = nodes if isinstance(nodes, list) else [nodes]
     for root in roots:
+        own = comprehension_targets(root)
         for node in ast.walk(root):
             if (
                 isinstance(node, ast.Name)
                 and isinstance(node.ctx, ast.Store)
                 and node.id not in found
+                and id(node) not in own
             ):
                 found.append(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not root:
                 pass  # names inside nested functions are their own scope (walk still visits; rare)
     return found
+
+
+def comprehension_targets(root: ast.AST) -> set[int]:
+    """The ids of the name nodes a comprehension binds: its own variables, as in Python 3 (not
+    the scope's: a host variable of the same name is neither modified nor read)."""
+    return {
+        id(target)
+        for node in ast.walk(root)
+        if isinstance(node, ast.comprehension)
+        for target in ast.walk(node.target)
+    }
 
 
 def scope_bound_names(stmts: list[ast.stmt], defined: set[str]) -> list[str]:
@@ -215,11 +260,13 @@ def split_kernel(fn: Callable) -> SplitKernel:
     host_assigned = set(params) | set(assigned_names(host_before))
     device_written = set(assigned_names(device_stmts))
     for stmt in device_stmts:
+        own = comprehension_targets(stmt)
         for node in ast.walk(stmt):
             if (
                 isinstance(node, ast.Name)
                 and isinstance(node.ctx, ast.Store)
                 and node.id in host_assigned
+                and id(node) not in own
             ):
                 raise exc.CannotModifyHostVariableOnDevice(node.id, loc=src.location(node))
     after_assigned = set(assigned_names(host_after))
@@ -393,6 +440,13 @@ class DeviceRewriter:
             type_params=[],
         )
 
+    def _guard_comprehensions(self, node: Any) -> Any:
+        """``node``, or a copy of it whose comprehensions are guarded (`_ComprehensionGuard`):
+        the kernel's AST is shared by every specialization's rewrite, so it stays as it is."""
+        if not any(isinstance(n, tuple(_COMPREHENSION_KINDS)) for n in ast.walk(node)):
+            return node
+        return _ComprehensionGuard(self._loc_tuple).visit(copy.deepcopy(node))
+
     def rewrite_block(self, stmts: list[ast.stmt], defined: set[str]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         defined = set(defined)
@@ -412,12 +466,8 @@ class DeviceRewriter:
             return self._rewrite_if(stmt, defined)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) > 1:
             raise exc.AssignmentMultipleTargets(loc=loc(stmt))
-        if isinstance(
-            stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Assert)
-        ):
-            return [stmt]
-        if isinstance(stmt, ast.FunctionDef):
-            return [stmt]
+        if isinstance(stmt, _SIMPLE_STATEMENTS):
+            return [self._guard_comprehensions(stmt)]
         names = {
             ast.Return: "return",
             ast.While: "while",
@@ -450,7 +500,7 @@ class DeviceRewriter:
         call = self._tracer_call(
             "loop",
             [
-                stmt.iter,
+                self._guard_comprehensions(stmt.iter),
                 ast.Name(body_name, ast.Load()),
                 ast.Tuple([ast.Name(n, ast.Load()) for n in carried], ast.Load()),
                 self._loc_tuple(stmt),
@@ -482,7 +532,7 @@ class DeviceRewriter:
         call = self._tracer_call(
             "if_",
             [
-                stmt.test,
+                self._guard_comprehensions(stmt.test),
                 ast.Name(then_fn.name, ast.Load()),
                 ast.Name(else_fn.name, ast.Load()),
                 ast.Tuple([ast.Name(n, ast.Load()) for n in inputs], ast.Load()),
@@ -490,6 +540,57 @@ class DeviceRewriter:
             ],
         )
         return [then_fn, else_fn, self._unpack_assign(outputs, call)]
+
+
+# device statements that run as they are (their comprehensions guarded)
+_SIMPLE_STATEMENTS = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Expr,
+    ast.Pass,
+    ast.Assert,
+    ast.FunctionDef,
+)
+
+_COMPREHENSION_KINDS = {
+    ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression",
+}
+
+
+class _ComprehensionGuard(ast.NodeTransformer):
+    """Passes each iterable of a comprehension in device code through `Tracer.comprehension_iter`.
+
+    A comprehension runs in Python while the kernel is traced: over a tuple or list of values
+    it works, but `range` (there a device loop, `hl.grid`), `hl.tile` and device tensors are not
+    Python iterables, and would fail deep inside the tracer without naming the construct."""
+
+    def __init__(self, loc_tuple: Callable[[ast.AST], ast.Tuple]) -> None:
+        self.loc_tuple = loc_tuple
+
+    def _guard(self, node: ast.AST) -> ast.AST:
+        self.generic_visit(node)  # comprehensions nested in this one
+        kind = _COMPREHENSION_KINDS[type(node)]
+        for generator in node.generators:  # type: ignore[attr-defined]
+            call = ast.Call(
+                func=ast.Attribute(
+                    ast.Name(TRACER_NAME, ast.Load()), "comprehension_iter", ast.Load()
+                ),
+                args=[
+                    generator.iter,
+                    ast.Constant(kind),
+                    ast.Constant(ast.unparse(generator.iter)),
+                    self.loc_tuple(node),
+                ],
+                keywords=[],
+            )
+            generator.iter = ast.copy_location(call, generator.iter)
+        return node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _guard
 
 
 def build_device_factory(split: SplitKernel) -> types.CodeType:

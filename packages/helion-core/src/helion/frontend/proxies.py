@@ -122,7 +122,19 @@ class DeviceValue:
         raise exc.TypeInferenceError("cannot iterate over a device tensor; use hl.tile / hl.grid")
 
     def __index__(self) -> int:
-        raise exc.TypeInferenceError("a device value cannot be used where a Python int is needed")
+        raise exc.TypeInferenceError(
+            "a device value cannot be used where a Python int is needed",
+            loc=self.tracer.current_loc(),
+        )
+
+    def __float__(self) -> float:
+        # what math.exp(tile_value) and float(...) ask for (without it they ask for __index__)
+        raise exc.TypeInferenceError(
+            "a device value cannot be used where a Python float is needed (math functions and "
+            "float() read a number on the host while the kernel is traced)",
+            loc=self.tracer.current_loc(),
+            hint="Use the torch function on device values, e.g. torch.exp(x) for math.exp(x).",
+        )
 
     def __getitem__(self, index: Any) -> Any:
         return self.tracer.subscript(self, index)

@@ -137,7 +137,16 @@ class Tracer:
         numel = max((t.numel() for t in _iter_tensors(values)), default=0)
         self.ir.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
         with active_mode(self), ops.dim_extents(self.rdim_extents):
-            device_fn(self, *proxies)
+            try:
+                device_fn(self, *proxies)
+            except exc.BaseError as error:
+                # an error raised where no location was at hand (a Python protocol method of a
+                # proxy, an op deep in the tracer): the kernel line it was raised from
+                if error.loc is None:
+                    loc = self._traceback_loc(error.__traceback__)
+                    if loc is not None:
+                        error.with_location(loc)
+                raise
         if self.ir.rng_seed is not None:  # torch.rand's per-call seed comes after the lifted args
             self.ir.rng_seed.index = len(self.inputs) + len(self.ir.lifted)
         return self.ir
@@ -196,6 +205,24 @@ class Tracer:
                 return self.location_fn(frame.f_lineno, None, None)
             frame = frame.f_back
         return None
+
+    def _traceback_loc(self, tb: Any) -> exc.SourceLocation | None:
+        """The innermost kernel line of a traceback (see `current_loc`)."""
+        found = None
+        first, last = self.source_lines
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename == self.ir.filename and first <= tb.tb_lineno <= last:
+                found = tb
+            tb = tb.tb_next
+        if found is None:
+            return None
+        positions = list(found.tb_frame.f_code.co_positions())
+        index = found.tb_lasti // 2
+        if 0 <= index < len(positions):
+            line, _, col, end_col = positions[index]
+            return self.location_fn(line or found.tb_lineno, col, end_col)
+        return self.location_fn(found.tb_lineno, None, None)
 
     def unsupported(self, api_name: str) -> Any:
         raise exc.NotAllowedOnDevice(f"hl.{api_name}", loc=self.current_loc())
@@ -526,6 +553,21 @@ class Tracer:
         for item in items:
             carried = tuple(body_fn(item, *carried))
         return carried
+
+    def comprehension_iter(self, iterable: Any, kind: str, text: str, loc: tuple) -> Any:
+        """An iterable of a comprehension in device code (see `ast_rewrite._ComprehensionGuard`):
+        Python iterables pass; device loops and tensors are refused with the construct named."""
+        if isinstance(iterable, TileLoopRequest):
+            why = (
+                "in device code `range` and hl.grid are device loops"
+                if iterable.is_grid
+                else "hl.tile is a device loop"
+            ) + ", which only a `for` statement can run"
+        elif isinstance(iterable, (DeviceValue, HostTensor, TileProxy)):
+            why = "tensors and tiles cannot be iterated in device code"
+        else:
+            return iterable
+        raise exc.ComprehensionOnDevice(kind, text, why, loc=self.location_fn(*loc))
 
     def if_(
         self, cond: Any, then_fn: Callable, else_fn: Callable, inputs: tuple, loc: tuple
@@ -1081,6 +1123,12 @@ class Tracer:
             host[args[1]] = args[2]
             return None
 
+        if func in _HOST_READS:
+            # the torch table's refusal names `.item()` for both: name the method used
+            raise exc.NotAllowedOnDevice(
+                f".{func.__name__}() (device values cannot be read on the host)",
+                loc=self.current_loc(),
+            )
         handler = lookup(func)
         if handler is None:
             name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
@@ -1090,6 +1138,9 @@ class Tracer:
                 loc=self.current_loc(),
             )
         return handler(self, *args, **kwargs)
+
+
+_HOST_READS = (torch.Tensor.item, torch.Tensor.tolist)
 
 
 def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:

@@ -60,6 +60,15 @@ class Kernel:
     ) -> None:
         if isinstance(fn, Kernel):
             fn = fn.fn
+        if (
+            inspect.isgeneratorfunction(fn)
+            or inspect.iscoroutinefunction(fn)
+            or inspect.isasyncgenfunction(fn)
+        ):
+            # its call would only make a generator (tracing then fails far from the cause)
+            construct, loc = ast_rewrite.generator_construct(fn)
+            kind = "generator function" if construct.startswith("yield") else "coroutine function"
+            raise exc.GeneratorKernel(fn.__name__, construct, kind, loc=loc)
         self.fn = fn
         self.name = fn.__name__
         self.settings = settings or Settings()
@@ -112,7 +121,15 @@ class Kernel:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as error:
-            raise TypeError(f"{self.name}(): {error}") from None
+            # inspect reports a missing argument before an unknown keyword: say both, as the
+            # unknown one (a misspelt name) is often why the other is missing
+            message = str(error)
+            unknown = [name for name in kwargs if name not in self.signature.parameters]
+            if unknown and "unexpected keyword" not in message:
+                names = ", ".join(repr(name) for name in unknown)
+                plural = "s" if len(unknown) > 1 else ""
+                message = f"got an unexpected keyword argument{plural} {names}; {message}"
+            raise TypeError(f"{self.name}(): {message}") from None
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
@@ -131,8 +148,20 @@ class Kernel:
             parts.append(("user", self.key_fn(*args)))
         return tuple(parts)
 
+    def _argument_tuple(self, method: str, args: Any) -> tuple:
+        """``args`` of `bind` / `autotune`: all the kernel's arguments in one tuple or list (a
+        bare tensor would give its rows as the arguments)."""
+        if not isinstance(args, (tuple, list)):
+            names = ", ".join(self.signature.parameters)
+            example = f"({names},)" if self._arity == 1 else f"({names})"
+            raise TypeError(
+                f"{self.name}.{method}() takes the kernel's arguments as one tuple or list, "
+                f"e.g. {self.name}.{method}({example}), not a {type(args).__name__}"
+            )
+        return tuple(args)
+
     def bind(self, args: Sequence[Any]) -> BoundKernel:
-        args = tuple(args)
+        args = self._argument_tuple("bind", args)
         if len(args) > len(self.signature.parameters):
             raise TypeError(
                 f"{self.name}() takes {len(self.signature.parameters)} arguments but {len(args)} were given"
@@ -167,6 +196,10 @@ class Kernel:
         except RuntimeError:
             # a tensor without strides (sparse, nested, mkldnn): `_arg_key` says what it is
             return self._call_general(args, None)
+        except TypeError:
+            # an argument no key takes (`_arg_key` says which), or a device value: a call from
+            # device code, which `_call_general` refuses
+            return self._call_general(args, None)
         if key is not None and settings.ref_mode is not _EAGER:
             bound = self._bound.get(key)
             if bound is not None and bound._active_keyed is not None:
@@ -176,6 +209,7 @@ class Kernel:
 
     def _call_general(self, args: tuple, key: Hashable | None) -> Any:
         """`__call__` past the warm path: the custom op, eager mode, a first call, new types."""
+        self._refuse_device_code_call()
         if torch_integration.needs_custom_op(args):
             # autograd must record the call, or a dispatch mode (fake tensors, make_fx) is on
             return torch_integration.call_custom_op(self, args)
@@ -193,8 +227,21 @@ class Kernel:
         static = self.settings.static_shapes
         if self.key_fn is not None or self._constexpr_params:
             return None  # these keys take the general path
+        # before the key function is built from the types of device values
+        self._refuse_device_code_call()
         self._fast_keys[static] = fast = _compile_key_function(args, static)
         return fast(args)
+
+    def _refuse_device_code_call(self) -> None:
+        """A kernel called while device code is traced (another kernel's, or its own: recursion)
+        gets device values, which no kernel takes: say so, at the calling line."""
+        mode = getattr(_context_state, "mode", None)
+        if mode is None or isinstance(mode, HostMode):
+            return
+        from helion.frontend.tracer import Tracer
+
+        if isinstance(mode, Tracer):
+            raise exc.KernelCalledOnDevice(self.name, mode.ir.name, loc=mode.current_loc())
 
     def _call_direct(self, args: tuple) -> Any:
         """Run the kernel on normalized arguments, bypassing the custom op (its real impl)."""
@@ -227,7 +274,7 @@ class Kernel:
         return torch_integration.custom_op(self, *args, **kwargs)
 
     def autotune(self, args: Sequence[Any], *, force: bool = True, **options: Any) -> Config:
-        args = self.normalize_args(*args)
+        args = self.normalize_args(*self._argument_tuple("autotune", args))
         return self.bind(args).autotune(args, force=force, **options)
 
     def reset(self) -> None:
@@ -447,12 +494,20 @@ def _compile_warm_call(
             )
             grads.append(f"{value}.requires_grad")
     tests += ["s.static_shapes == _STATIC", "s.ref_mode is not _EAGER", _no_custom_op_test(grads)]
+    # the tests read tensor attributes before any type test (`is_nested`, the C++ match): an
+    # argument of another kind (a float, None, a list) raises there, and is a miss, for the
+    # general path to give its own error. Only the tests are in the `try` (free in Python 3.11
+    # while nothing raises): an error of the run itself must reach the caller, never rerun it
     source = (
         "def warm(a, s):\n"
-        f"    if {' and '.join(tests)}:\n"
-        "        run = _bound._active_keyed\n"
-        "        if run is not None:\n"
-        "            return run(a)\n"
+        "    try:\n"
+        f"        if not ({' and '.join(tests)}):\n"
+        "            return _MISS\n"
+        "    except (AttributeError, TypeError):\n"
+        "        return _MISS\n"
+        "    run = _bound._active_keyed\n"
+        "    if run is not None:\n"
+        "        return run(a)\n"
         "    return _MISS\n"
     )
     scope.update(
@@ -910,8 +965,10 @@ class BoundKernel:
         return ir
 
     def _derive_spec(self, ir: KernelIR) -> Any:
+        from helion.backends.base import check_core
         from helion.passes.config_spec import derive_config_spec
 
+        check_core(self.backend, ir)  # what holds for every backend, then the backend's own
         self.backend.check(ir)
         spec = derive_config_spec(
             ir, self._user_tunables, min_dot_size=getattr(self.backend, "min_dot_size", 16)
