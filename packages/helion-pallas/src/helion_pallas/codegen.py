@@ -13,8 +13,8 @@ Triton lowering needs power-of-two shapes), a full slice of extent E in `next_po
 Each tile carries a `mask_<block>` of its in-bounds lanes whenever its last tile can be partial;
 loads fill masked lanes with zeros, stores skip them, and reductions and dots see the neutral
 element there, so padded lanes never change a result (the ref backend computes on exact extents).
-A dimension takes its mask from the tile it came from (`helion_pallas.axes`), not from its block
-size symbol: one block size may be shared by several tiles in scope (`hl.register_block_size`
+A dimension takes its mask from the tile it came from (`helion.passes.tile_origins`), not from its
+block size symbol: one block size may be shared by several tiles in scope (`hl.register_block_size`
 used by an outer and an inner loop), each with its own bounds.
 """
 
@@ -39,10 +39,10 @@ from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.passes.tile_origins import CONFLICT
+from helion.passes.tile_origins import UNKNOWN
+from helion.passes.tile_origins import TileOrigins
 from helion_pallas import memory
-from helion_pallas.axes import CONFLICT
-from helion_pallas.axes import UNKNOWN
-from helion_pallas.axes import AxisOrigins
 from helion_pallas.tunables import MAX_STATIC_UNROLL
 from helion_pallas.tunables import PallasOptions
 from helion_pallas.writer import RESERVED
@@ -122,7 +122,7 @@ class KernelCodegen:
         self.used_names: set[str] = set()
         self.tiles: dict[int, TileState] = {}  # tile Value id -> state, for the tiles in scope
         self.active: dict[int, TileState] = {}  # block id -> innermost tile in scope
-        self.axes = AxisOrigins(ir)  # the tile each dimension of each value came from
+        self.tile_origins = TileOrigins(ir)  # the tile each dimension of each value came from
         self.node: Node | None = None  # the node being lowered, for error messages
         self.zero_padded: set[int] = set()
         self.writer = SourceWriter()
@@ -293,9 +293,10 @@ class KernelCodegen:
 
     def tile_for(self, block_id: int, origin: Any, what: str | None = None) -> TileState | None:
         """The tile whose bounds a dimension of block `block_id` has: the tile it came from
-        (`origin`, a tile value id from `helion_pallas.axes`) when that is in scope, else the one
-        tile of the block in scope. With several in scope and none traced, the dimension could be
-        any of them: rejected (as `what`, default the op being lowered) rather than guessed."""
+        (`origin`, a tile value id from `helion.passes.tile_origins`) when that is in scope, else
+        the one tile of the block in scope. With several in scope and none traced, the dimension
+        could be any of them: rejected (as `what`, default the op being lowered) rather than
+        guessed."""
         if origin not in (UNKNOWN, CONFLICT) and origin in self.tiles:
             return self.tiles[origin]
         in_scope = self.tiles_in_scope(block_id)
@@ -342,7 +343,7 @@ class KernelCodegen:
 
     def axis_mask(self, value: Value, axis: int) -> str | None:
         """The 1-D in-bounds mask of dimension `axis` of `value` (None if always full)."""
-        origins = self.axes.of(value) or (UNKNOWN,) * len(value.shape)
+        origins = self.tile_origins.of(value) or (UNKNOWN,) * len(value.shape)
         return self.dim_mask(value.shape[axis], origins[axis])
 
     def shape_mask(self, shape: Sequence[Any], origins: Sequence[Any] | None = None) -> str | None:

@@ -255,7 +255,7 @@ def _mask_in(
     to the access, or of its exact padded shape when `full`."""
     # each dimension is masked by the tile indexing it, which its block size alone does not
     # name when that is shared by several tiles in scope
-    bounds = ctx.shape_mask(shape, ctx.axes.of_access(node))
+    bounds = ctx.shape_mask(shape, ctx.tile_origins.of_access(node))
     parts = [p for p in (bounds, extra) if p]
     if not parts:
         return None

@@ -24,7 +24,7 @@ from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
 from helion.language import _ops as ops
-from helion_triton.axes import TileOrigins
+from helion.passes.tile_origins import TileOrigins
 
 
 @dataclasses.dataclass

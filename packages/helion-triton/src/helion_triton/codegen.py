@@ -40,11 +40,11 @@ from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion.passes.tile_origins import UNKNOWN
 from helion_triton import fp8
 from helion_triton import looped
 from helion_triton import mathlib
 from helion_triton.analysis import KernelAnalysis
-from helion_triton.axes import UNKNOWN
 from helion_triton.target import TritonTarget
 from helion_triton.tunables import MAX_STATIC_RANGE_ITERATIONS
 from helion_triton.tunables import TritonOptions
@@ -616,7 +616,7 @@ class KernelCodegen:
 
     def origins(self, value: Any) -> tuple | None:
         """The tile each dimension of ``value`` came from, where one block size sizes several
-        tiles (:mod:`helion_triton.axes`); None otherwise, or for a non-tensor operand."""
+        tiles (:mod:`helion.passes.tile_origins`); None otherwise, or for a non-tensor operand."""
         traced = self.analysis.tile_origins
         return traced.of(value) if traced is not None else None
 

@@ -10,8 +10,8 @@ import torch
 from helion.ir.core import Node
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion.passes.tile_origins import join
 from helion_triton import combine
-from helion_triton.axes import join
 from helion_triton.codegen import literal
 from helion_triton.lowerings import Rule
 from helion_triton.lowerings import compute_float

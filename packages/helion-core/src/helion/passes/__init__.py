@@ -1,1 +1,2 @@
-"""Passes over the Kernel IR: checks and ConfigSpec derivation."""
+"""Passes over the Kernel IR: ConfigSpec derivation, and the analyses that backends share
+(`tile_origins`: which tile each dimension of a value came from)."""
