@@ -108,9 +108,16 @@ class TileOrigins:
                     self._set(out, join_rows(*rows))
             return
         if "items" in node.attrs and "tensor" in node.attrs:
-            # a load's or atomic's result has the shape the access covers, as has a store's value
-            covered = node.outputs[0] if node.outputs else node.inputs[node.attrs["value"]]
-            row = self._checked(covered.shape, self._access(node))
+            # a load's or atomic's result has the shape the access covers, as has a store's
+            # value; an op with neither (a plugin's, like the distributed package's hl.signal)
+            # records that shape as its "shape"
+            if node.outputs:
+                shape = node.outputs[0].shape
+            elif "value" in node.attrs:
+                shape = node.inputs[node.attrs["value"]].shape
+            else:
+                shape = tuple(node.attrs.get("shape", ()))
+            row = self._checked(shape, self._access(node))
             self._accesses[id(node)] = row
             if node.outputs:
                 self._values[node.outputs[0].id] = row
