@@ -33,6 +33,9 @@ class PallasBackend(Backend):
     device_types = ("cpu", "cuda", "xla")
     # Pallas' Triton lowering needs dot operands of at least 16 x 16
     min_dot_size = 16
+    # JAX runs threads from import on: a forked screening child deadlocked (quick tuning of a
+    # 37 x 100 row reduction: two valid configs timed out at 60 s, the search took 65 s)
+    fork_safe = False
 
     def is_available(self) -> tuple[bool, str]:
         missing = [

@@ -1040,7 +1040,9 @@ class BenchmarkHarness:
         mode = getattr(self.settings, "autotune_precompile", "fork")
         if not mode:
             return "inprocess"
-        fork_available = "fork" in multiprocessing.get_all_start_methods()
+        fork_available = "fork" in multiprocessing.get_all_start_methods() and getattr(
+            getattr(self.bound, "backend", None), "fork_safe", True
+        )
         reference = self._importable_ref()
         if self.device.type == "cpu":
             if mode == "spawn" and reference is not None:

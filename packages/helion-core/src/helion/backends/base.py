@@ -67,6 +67,11 @@ class Backend(abc.ABC):
     device_types: ClassVar[tuple[str, ...]] = ()
     """``torch.device`` types this backend generates code for; empty means any device."""
 
+    fork_safe: ClassVar[bool] = True
+    """Whether the autotuner may screen candidates in forked children of this process. False for
+    a toolkit that runs threads of its own once imported (JAX): a child forked while one of them
+    holds a lock deadlocks, and the candidate times out as if it had hung."""
+
     zero_length_slices: ClassVar[bool] = False
     """Whether loads and stores of a ``:`` slice of length 0 (``x[tile, :]`` of a dimension of
     size 0) compile and run correctly. When false, core refuses them before an override of
