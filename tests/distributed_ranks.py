@@ -185,3 +185,43 @@ def signal_wait_ordering(rank: int, world_size: int) -> list:
 def fail_on_rank_one(rank: int, world_size: int) -> None:
     if rank == 1:
         raise ValueError("boom")
+
+
+def group_lifetime(rank: int, world_size: int, store_path: str) -> dict:
+    """After ready kernels ran on a group: destroying it frees it (no cached symmetric handle or
+    workspace keeps it, and so its gloo threads, alive into interpreter shutdown, where they
+    abort the process), and a group re-created under the same name gets fresh handles."""
+    import gc
+    import weakref
+
+    import helion_distributed as hd
+    from helion_distributed.kernels import _common
+
+    def reduce_once(seed: int) -> bool:
+        x = torch.randn(1001, generator=torch.Generator().manual_seed(seed + rank))
+        out = hd.all_reduce(x, algorithm="one_shot")
+        expected = x.clone()
+        dist.all_reduce(expected)
+        return bool(torch.allclose(out, expected, atol=1e-5, rtol=1e-4))
+
+    first_ok = reduce_once(1)
+    old = weakref.ref(dist.group.WORLD)
+    old_name = dist.group.WORLD.group_name
+    dist.destroy_process_group()
+    gc.collect()
+    freed = old() is None
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store_path}", rank=rank, world_size=world_size
+    )
+    same_name = dist.group.WORLD.group_name == old_name
+    second_ok = reduce_once(2)
+    spaces = [s for found in _common._workspaces.values() for s in found]
+    refs = [getattr(s.handle, "group_ref", lambda: None) for s in spaces[-1:]]
+    current = bool(refs) and all(ref() is dist.group.WORLD for ref in refs)
+    return {
+        "first_ok": first_ok,
+        "freed": freed,
+        "same_name": same_name,
+        "second_ok": second_ok,
+        "current": current,
+    }

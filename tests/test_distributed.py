@@ -144,3 +144,23 @@ def test_signal_wait_ordering() -> None:
 def test_a_failing_rank_is_reported() -> None:
     with pytest.raises(RankFailure, match="rank 1: raised ValueError: boom"):
         run_ranks(distributed_ranks.fail_on_rank_one, 2, timeout=60, env=QUIET)
+
+
+def test_destroying_a_group_frees_it_and_a_new_group_of_that_name_gets_fresh_handles(
+    tmp_path,
+) -> None:
+    for backend in sorted({"ref", DEFAULT_BACKEND}):
+        store = tmp_path / f"second-store-{backend}"
+        results = run_ranks(
+            distributed_ranks.group_lifetime,
+            2,
+            (str(store),),
+            timeout=RUN_TIMEOUT,
+            env={**QUIET, "HELION_BACKEND": backend},
+        )
+        for rank, result in enumerate(results):
+            assert result["first_ok"] and result["second_ok"], f"{backend} rank {rank}: {result}"
+            assert result["freed"], (
+                f"{backend} rank {rank}: the destroyed group is still referenced"
+            )
+            assert result["same_name"] and result["current"], f"{backend} rank {rank}: {result}"

@@ -76,7 +76,8 @@ def workspace(
     key = (tag, tuple(int(s) for s in shape), dtype, str(device), group.name, copies)
     with _lock:
         found = _workspaces.get(key)
-    if found is None:
+    if found is None or found[0].handle.group_ref() is not group.group:
+        # none yet, or rendezvoused on an earlier group of this name (destroyed, re-created)
         found = [_Workspace(tuple(shape), dtype, device, group) for _ in range(copies)]
         with _lock:
             _workspaces[key] = found

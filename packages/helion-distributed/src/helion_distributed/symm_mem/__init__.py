@@ -19,6 +19,7 @@ or None for the default group.
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any
 from typing import Sequence
 
@@ -66,11 +67,11 @@ def resolve_group(group: Any = None) -> Any:
     if group is None:
         return dist.group.WORLD
     if isinstance(group, str):
-        found = _groups_by_name.get(group)
-        if found is not None:
-            return found
         from torch.distributed import distributed_c10d as c10d
 
+        found = _groups_by_name.get(group)
+        if found is not None and c10d._world.pg_names.get(found) == group:
+            return found
         try:
             found = c10d._resolve_process_group(group)
         except Exception as error:
@@ -80,8 +81,10 @@ def resolve_group(group: Any = None) -> Any:
     return group
 
 
-# names resolved once (kernels resolve their hl.ProcessGroupName argument on every launch)
-_groups_by_name: dict[str, Any] = {}
+# names resolved once (kernels resolve their hl.ProcessGroupName argument on every launch);
+# weakly, and a hit counts only while torch still registers the group under that name: a
+# destroyed group must neither be kept alive nor found again when a new one takes its name
+_groups_by_name: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
 
 def group_name(group: Any = None) -> str:
@@ -175,9 +178,10 @@ class SymmetricMemory:
 class CudaSymmetricMemory:
     """torch's ``_SymmetricMemory`` handle plus the helpers our kernels use."""
 
-    def __init__(self, handle: Any, group_name: str) -> None:
+    def __init__(self, handle: Any, group: Any) -> None:
         self._handle = handle
-        self.group_name = group_name
+        self.group_name = group.group_name
+        self.group_ref = weakref.ref(group)  # weakly, as the CPU handle (see there)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._handle, name)
@@ -233,7 +237,7 @@ def rendezvous(tensor: torch.Tensor, group: Any = None) -> Any:
 
         key = (tensor.untyped_storage().data_ptr(), name)
         handle = _cuda_handles.get(key)
-        if handle is None:
+        if handle is None or handle.group_ref() is not pg:
             enabled = getattr(torch_symm, "is_symm_mem_enabled_for_group", None)
             if enabled is not None and not enabled(name):
                 torch_symm.enable_symm_mem_for_group(name)  # needed by older torch releases
@@ -242,7 +246,7 @@ def rendezvous(tensor: torch.Tensor, group: Any = None) -> Any:
                 raise SymmetricMemoryError(
                     "rendezvous needs a tensor allocated by helion_distributed.symm_mem.empty()"
                 )
-            handle = CudaSymmetricMemory(raw, name)
+            handle = CudaSymmetricMemory(raw, pg)
             _cuda_handles[key] = handle
         return handle
     raise SymmetricMemoryError(

@@ -24,6 +24,7 @@ import secrets
 import socket
 import tempfile
 import threading
+import weakref
 from typing import Any
 from typing import Sequence
 
@@ -212,7 +213,8 @@ def rendezvous(tensor: torch.Tensor, group: Any, group_name: str) -> CpuSymmetri
             f"(got a {tensor.dtype} tensor of shape {list(tensor.shape)} in ordinary memory)"
         )
     handle = allocation.handles.get(group_name)
-    if handle is None:
+    if handle is None or handle.group_ref() is not group:
+        # none yet, or one rendezvoused on an earlier group of this name (destroyed, re-created)
         handle = CpuSymmetricMemory(allocation, group, group_name)
         allocation.handles[group_name] = handle
     return handle
@@ -225,7 +227,9 @@ class CpuSymmetricMemory:
         import torch.distributed as dist
 
         self.allocation = allocation
-        self.group = group
+        # weakly: a handle cached past destroy_process_group must not keep the group (and its
+        # worker threads) alive into interpreter shutdown, where gloo's threads abort the process
+        self.group_ref = weakref.ref(group)
         self.group_name = group_name
         self.rank = dist.get_rank(group)
         self.world_size = dist.get_world_size(group)
