@@ -120,3 +120,39 @@ def test_host_code_and_stores_keep_torch_semantics():
 
     x = torch.randn(2, 4)
     torch.testing.assert_close(k(x), x + 1)
+
+
+_REFUSED = ["add_", "mul_", "sub_", "div_", "copy_", "zero_", "fill_"]
+
+
+def _explicit_method(x: torch.Tensor, which: hl.constexpr) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        v = x[tile]
+        if which == 0:
+            v.add_(1)
+        elif which == 1:
+            v.mul_(2)
+        elif which == 2:
+            v.sub_(1)
+        elif which == 3:
+            v.div_(2)
+        elif which == 4:
+            v.copy_(v * 3)
+        elif which == 5:
+            v.zero_()
+        else:
+            v.fill_(5)
+        out[tile] = v
+    return out
+
+
+@pytest.mark.parametrize("name", _REFUSED)
+def test_an_explicit_in_place_method_is_refused_like_compiled_code(name):
+    """`w.add_(1)` on a device value: compiled kernels refuse it (a device value never changes),
+    so eager mode refuses it too instead of mutating the loaded tile; the error names the line."""
+    x = torch.randn(3, 5)
+    for kernel in _both(_explicit_method):
+        with pytest.raises(helion.exc.NotAllowedOnDevice, match="in-place tensor methods") as info:
+            kernel(x, _REFUSED.index(name))
+        assert info.value.loc is not None and info.value.loc.filename == __file__

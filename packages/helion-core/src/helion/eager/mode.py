@@ -36,6 +36,8 @@ from helion.eager.jagged import jagged_end
 from helion.eager.stack import EagerStackTensor
 from helion.eager.stack import make_stack
 from helion.eager.tiles import RefTile
+from helion.frontend.torch_table import INPLACE_METHOD_HINT
+from helion.frontend.torch_table import REFUSED_INPLACE_METHODS
 from helion.language import ConstExpr
 
 # what hl.register_block_size gives when no config chooses (matches the host mode's default)
@@ -280,6 +282,10 @@ _INPLACE_METHODS = {
     torch.Tensor.floor_divide_: torch.Tensor.__floordiv__,
     torch.Tensor.remainder_: torch.Tensor.__mod__,
 }
+# the in-place methods compiled kernels refuse (an explicit `w.add_(1)`, not `w += 1`)
+_REFUSED_INPLACE = frozenset(
+    m for name in REFUSED_INPLACE_METHODS if (m := getattr(torch.Tensor, name, None)) is not None
+)
 _BINARY_OP = dis.opmap.get("BINARY_OP")
 # BINARY_OP's arguments that are augmented assignments (NB_INPLACE_ADD ... NB_INPLACE_XOR)
 _INPLACE_ARGS = frozenset(
@@ -332,6 +338,11 @@ class EagerTorchMode(TorchFunctionMode):
             inplace = _INPLACE_METHODS[func]
         if inplace is not None:
             return inplace(*tiles_to_indices(args), **kwargs)
+        if func in _REFUSED_INPLACE:
+            what, hint = INPLACE_METHOD_HINT
+            caller = sys._getframe(1)  # the kernel's line: torch's C method calls the mode directly
+            loc = exc.SourceLocation(caller.f_code.co_filename, caller.f_lineno)
+            raise exc.NotAllowedOnDevice(f"{what} ({hint})", loc=loc)
         if func in _SIZE_FUNCS:
             args, kwargs = tiles_to_sizes(args), tiles_to_sizes(kwargs)
         elif _has_tile(args) or _has_tile(kwargs):

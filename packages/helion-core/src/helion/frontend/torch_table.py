@@ -934,9 +934,11 @@ register(
 register(*_methods("item", "tolist"))(
     _not_on_device(".item()", "device values cannot be read on the host")
 )
-register(*_methods("add_", "mul_", "sub_", "div_", "copy_", "zero_", "fill_"))(
-    _not_on_device("in-place tensor methods", "assign the result instead")
-)
+# device values are values (an alias of a loaded tile never changes), so a method that would
+# mutate one is refused; eager mode refuses the same names (`w += 1` rebinds in both)
+REFUSED_INPLACE_METHODS = ("add_", "mul_", "sub_", "div_", "copy_", "zero_", "fill_")
+INPLACE_METHOD_HINT = ("in-place tensor methods", "assign the result instead")
+register(*_methods(*REFUSED_INPLACE_METHODS))(_not_on_device(*INPLACE_METHOD_HINT))
 
 
 # shape ops (sort, topk, gather, stack, cat) register into this table from their own module
