@@ -36,6 +36,8 @@ class PallasBackend(Backend):
     # JAX runs threads from import on: a forked screening child deadlocked (quick tuning of a
     # 37 x 100 row reduction: two valid configs timed out at 60 s, the search took 65 s)
     fork_safe = False
+    # an access with a slice of length 0 touches no memory: a load gives zeros, a store nothing
+    zero_length_slices = True
 
     def is_available(self) -> tuple[bool, str]:
         missing = [

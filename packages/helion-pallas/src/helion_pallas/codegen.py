@@ -108,6 +108,8 @@ class KernelCodegen:
             self.block[info.block_id] = self._block_value(info)
             self.padded[info.block_id] = next_power_of_2(self.block[info.block_id])
         self.symbols = {info.symbol: info.block_id for info in ir.block_sizes}
+        # reduction dimensions of length 0 (`x[tile, :]` of an empty dimension)
+        self.empty_rdims = ir.empty_reduction_blocks()
         # Static extents (full slices, integer dims) are padded to powers of two too, with a
         # mask `valid_<n>` per extent n. Core treats a full slice and an integer of the same
         # extent as one dimension (`hl.zeros([tile, 203]) + x[tile, :]`): keyed by extent,
@@ -242,7 +244,9 @@ class KernelCodegen:
                 for arg in region.args:
                     if isinstance(arg.type, TensorType):
                         extents.update(int(d) for d in arg.shape if sympy.sympify(d).is_Integer)
-        return {n for n in extents if n > 1 and next_power_of_2(n) != n}
+        padded = {n for n in extents if n > 1 and next_power_of_2(n) != n}
+        # `valid_0`: the one lane of a length-0 slice, masked off
+        return (padded | {0}) if self.empty_rdims else padded
 
     def dim_size(self, dim: Any) -> int:
         dim = sympy.sympify(dim)
@@ -276,7 +280,9 @@ class KernelCodegen:
             if info.kind != "reduction":
                 # a bare size symbol names no tile: it must not be shared by tiles in scope
                 tile = self.tile_for(block_id, UNKNOWN, f"the size expression {expr}")
-            if tile is None:
+            if block_id in self.empty_rdims:
+                text = "0"
+            elif tile is None:
                 text = str(self.block[block_id])
             else:
                 text = f"jnp.minimum({tile.hi} - {tile.begin}, {tile.block})"
@@ -327,6 +333,8 @@ class KernelCodegen:
             if self.ir.block(block_id).kind != "reduction":
                 tile = self.tile_for(block_id, origin)
                 return tile.mask if tile is not None else None
+            if block_id in self.empty_rdims:
+                return "valid_0"
             extent = self.block[block_id]
         else:
             return None

@@ -7,6 +7,9 @@ indices. Every other tensor is passed whole and indexed with `pl.ds` slices (til
 loops, data-dependent offsets) or with integer index arrays (gathers and scatters, and bounded
 slices whose padded window would start in the dim and run past its end). Out-of-bounds
 lanes are masked in every case (`plgpu.load(..., mask=, other=0)`, `plgpu.store(..., mask=)`).
+An access with a slice of length 0 (`x[tile, :]` of a dimension of size 0) has every lane
+masked off: it touches no memory (a load is zeros, a store or atomic does nothing), and its
+tensor gets no ref from it, since JAX cannot cut even a one-lane window from an empty dim.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def plan_refs(
     """Decide the refs of the `pallas_call` of top-level loop `loop`."""
     accesses: dict[int, list[Node]] = {}
     for node in loop.regions[0].walk():
-        if node.op.memory:
+        if node.op.memory and not is_empty_access(node):
             accesses.setdefault(node.attrs["tensor"].index, []).append(node)
     refs: dict[int, RefPlan] = {}
     reads: list[TensorArg] = []
@@ -64,6 +67,11 @@ def plan_refs(
         refs[tensor.index] = RefPlan(tensor, param, written, block)
         (writes if written else reads).append(tensor)
     return refs, reads, writes
+
+
+def is_empty_access(node: Node) -> bool:
+    """Whether a memory op addresses no element: one of its items is a slice of length 0."""
+    return any(item[0] == "full" and int(item[2]) == 0 for item in node.attrs.get("items") or ())
 
 
 def block_pattern(codegen: KernelCodegen, loop: Node, node: Node) -> tuple | None:
@@ -329,8 +337,16 @@ def _store_stmt(ctx: KernelCodegen, view: str, plain: str, value: str, mask: str
     return f"plgpu.store({view}, {value}, mask={mask})"
 
 
+def _no_elements(ctx: KernelCodegen, node: Node) -> str:
+    """What a load or atomic of no elements gives: every lane masked off, so `other` (0)."""
+    ctx.mark_zero_padded(node.output)
+    return f"jnp.zeros({ctx.shape_text(node.output.shape)}, dtype={ctx.dtype(node.output.dtype)})"
+
+
 @pallas_lowering(ops.load)
 def _load(ctx: KernelCodegen, node: Node) -> str:
+    if is_empty_access(node):
+        return _no_elements(ctx, node)
     plan = ctx.ref_plan(node.attrs["tensor"])
     shape = node.output.shape
     extra = _extra_mask(ctx, node)
@@ -346,6 +362,10 @@ def _load(ctx: KernelCodegen, node: Node) -> str:
 
 @pallas_lowering(ops.store)
 def _store(ctx: KernelCodegen, node: Node) -> None:
+    if is_empty_access(node):
+        name = node.attrs["tensor"].name
+        ctx.emit(f"# store to {name}: a slice of length 0, nothing to write{ctx.origin(node)}")
+        return
     plan = ctx.ref_plan(node.attrs["tensor"])
     value_operand = node.inputs[node.attrs["value"]]
     shape = value_operand.shape
@@ -391,6 +411,8 @@ _GPU_ATOMICS = {
 
 @pallas_lowering(ops.atomic)
 def _atomic(ctx: KernelCodegen, node: Node) -> str:
+    if is_empty_access(node):
+        return _no_elements(ctx, node)
     plan = ctx.ref_plan(node.attrs["tensor"])
     tensor = node.attrs["tensor"]
     kind = node.attrs["kind"]

@@ -34,6 +34,9 @@ class TritonBackend(Backend):
     distribution = "helion-triton"
     device_types = ("cuda", "cpu")
     min_dot_size = 16
+    # a `:` slice of length 0 is one lane masked off (`rindex < 0`): loads read `other`, stores
+    # write nothing
+    zero_length_slices = True
 
     def __init__(self) -> None:
         self._compiled: weakref.WeakKeyDictionary[Any, dict[Any, TritonCompiledKernel]] = (

@@ -375,10 +375,16 @@ class KernelCodegen:
         self.descriptor_loads: set[int] = set()
         self.index_dtype = ir.index_dtype
         self._dim_cache: dict[Any, str] = {}
+        # reduction dimensions of length 0 (`x[tile, :]` of an empty dimension)
+        self.empty_rdims = ir.empty_reduction_blocks()
         self._resolve_blocks()
 
     # ------------------------------------------------------------------------------------------
     # block sizes
+
+    def rdim_size(self, info: Any) -> int:
+        """The logical extent of a reduction dimension: 0 for a `:` slice of length 0."""
+        return 0 if info.block_id in self.empty_rdims else int(info.size_hint)
 
     def _resolve_blocks(self) -> None:
         self.block_value, self.real_block, self.looped = resolve_blocks(
@@ -455,7 +461,7 @@ class KernelCodegen:
         for symbol in expr.free_symbols:
             info = self.analysis.block_of_symbol[symbol]  # type: ignore[index]
             if info.kind == "reduction":
-                substitutions[symbol] = info.size_hint
+                substitutions[symbol] = self.rdim_size(info)
             else:
                 substitutions[symbol] = self.real_block[info.block_id]
         return str(int(expr.subs(substitutions)))
@@ -558,8 +564,8 @@ class KernelCodegen:
             return any(self.is_padded(s) for s in dim.free_symbols)
         info = self.analysis.block_of_symbol[dim]
         if info.kind == "reduction":
-            extent = self.block_value[info.block_id]
-            return info.size_hint % extent != 0
+            size = self.rdim_size(info)
+            return size == 0 or size % self.block_value[info.block_id] != 0
         if info.kind == "grid":
             return False
         return self.block_value[info.block_id] != self.real_block[info.block_id]
@@ -1005,9 +1011,10 @@ class KernelCodegen:
             index = self.fresh(f"rindex_{info.block_id}")
             self.emit_prologue(f"{index} = tl.arange(0, {info.symbol.name})")
             mask = None
-            if info.size_hint != next_power_of_2(info.size_hint):
+            size = self.rdim_size(info)  # 0: one lane, masked off
+            if size != next_power_of_2(size):
                 mask = self.fresh(f"rmask_{info.block_id}")
-                self.emit_prologue(f"{mask} = {index} < {info.size_hint}")
+                self.emit_prologue(f"{mask} = {index} < {size}")
             self.rdims[info.block_id] = RdimVars(index, mask, "0")
             self.used_constexprs.add(info.symbol.name)
 

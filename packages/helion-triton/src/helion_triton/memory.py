@@ -169,7 +169,7 @@ def box_dims(ctx: Any, node: Node) -> list[BoxDim] | None:
         elif item[0] == "full":
             start, length = int(item[1]), int(item[2])
             rdim = shape[position]
-            if rdim == 1:
+            if rdim == 1 or length == 0:  # a box with no elements: pointers, all masked
                 return None
             lanes = ctx.rdim_vars(rdim)
             offset = lanes.offset if not start else f"{lanes.offset} + {start}"

@@ -324,7 +324,9 @@ class Tracer:
         if size == 1:
             return sympy.Integer(1)
         if size not in self.rdims_by_size:
-            self.rdims_by_size[size] = self._new_block("reduction", size).block_id
+            info = self._new_block("reduction", size)
+            info.empty = size == 0
+            self.rdims_by_size[size] = info.block_id
             self.rdim_extents[self.ir.block_sizes[self.rdims_by_size[size]].symbol] = size
         return self.ir.block_sizes[self.rdims_by_size[size]].symbol
 
@@ -335,7 +337,8 @@ class Tracer:
         for info in self.ir.block_sizes:
             if info.symbol == dim:
                 if info.kind == "reduction":
-                    return SymDim(info.size_hint, dim)
+                    # the real extent: a length-0 slice's block has its size hint clamped to 1
+                    return SymDim(self.rdim_extents.get(dim, info.size_hint), dim)
                 return self.wrap(
                     self.emit(
                         ops.TILE_ATTRS["block_size"],

@@ -187,6 +187,9 @@ class BlockSizeInfo:
     config_index: int | None = None  # index into block_sizes / reduction_loops
     loc: SourceLocation | None = None
     used_in_dot: bool = False
+    # a reduction dim of a `:` slice of length 0: size_hint is 1 (block sizes are positive),
+    # the real extent 0; backends hold it as one lane, masked off
+    empty: bool = False
 
 
 @dataclasses.dataclass
@@ -251,6 +254,10 @@ class KernelIR:
 
     def reduction_blocks(self) -> list[BlockSizeInfo]:
         return [b for b in self.block_sizes if b.kind == "reduction"]
+
+    def empty_reduction_blocks(self) -> frozenset[int]:
+        """The block ids of the reduction dims of `:` slices of length 0."""
+        return frozenset(b.block_id for b in self.block_sizes if b.empty)
 
     def inner_loops(self) -> list[LoopInfo]:
         return [loop for loop in self.loops if not loop.top_level]
