@@ -236,6 +236,7 @@ def check_core(backend: Backend, ir: KernelIR) -> None:
     meta = [repr(tensor.name) for tensor in ir.tensor_args if tensor.device.type == "meta"]
     if meta:
         raise exc.TensorOnMetaDevice(", ".join(meta), backend.name)
+    _check_static_bounds(ir.body.nodes, {}, in_branch=False)
     if backend.zero_length_slices:
         return
     for node in _reachable_nodes(ir.body.nodes):
@@ -243,6 +244,51 @@ def check_core(backend: Backend, ir: KernelIR) -> None:
         for item in items or ():
             if isinstance(item, tuple) and len(item) == 3 and item[0] == "full" and item[2] == 0:
                 raise exc.ZeroLengthSlice(node.op.name, backend.name, loc=node.loc)
+
+
+def _check_static_bounds(nodes: Any, ranges: dict[int, tuple[int, int]], in_branch: bool) -> None:
+    """Refuse, at bind time, an unmasked access that a tile loop with static bounds surely runs
+    past its tensor: `y[tile]` in `for tile in hl.tile(x.size(0))` with y shorter than x, or a
+    constant index past the end. Compiled code would touch memory outside the tensor (the ref
+    backend finds the same at run time). `ranges`: tile value id -> the [begin, end) its loop
+    covers; accesses under an `if` are left alone (their branch may never run past the end)."""
+    from helion import exc
+
+    for node in nodes:
+        if node.op.name in ("grid_loop", "tile_loop"):
+            inner = dict(ranges)
+            body = node.regions[0]
+            bounds = zip(node.attrs["begins"], node.attrs["ends"], strict=True)
+            for tile, (begin, end) in zip(body.args, bounds, strict=False):
+                if isinstance(begin, int) and isinstance(end, int) and 0 <= begin < end:
+                    inner[id(tile)] = (begin, end)
+            _check_static_bounds(body.nodes, inner, in_branch)
+            continue
+        for region in node.regions:
+            _check_static_bounds(region.nodes, ranges, in_branch=True)
+        if in_branch or not node.op.memory or node.attrs.get("mask") is not None:
+            continue
+        shape = getattr(node.attrs.get("tensor"), "shape", None)
+        if shape is None:
+            continue
+        dim = 0
+        for item in node.attrs.get("items") or ():
+            if item[0] == "none":
+                continue
+            size = shape[dim] if dim < len(shape) else None
+            first_outside = None
+            if item[0] == "tile" and isinstance(size, int):
+                begin, end = ranges.get(id(node.inputs[item[1]]), (0, 0))
+                if end > size:
+                    first_outside = max(begin, size)
+            elif item[0] == "const" and isinstance(size, int) and not 0 <= item[1] < size:
+                first_outside = item[1]
+            if first_outside is not None:
+                name = node.attrs["tensor"].name
+                raise exc.IndexOutOfBounds(
+                    node.op.name, name, first_outside, dim, size, loc=node.loc
+                )
+            dim += 1
 
 
 def _reachable_nodes(nodes: Any) -> Any:
