@@ -232,11 +232,9 @@ def _sum_plus_width(x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("width", [0, 1, 5])
 def test_the_size_of_a_sliced_dimension_is_its_real_extent(backend, width):
     """`row.size(1)` of a length-0 slice is 0 in device code (its block's size hint is 1)."""
-    from helion.backends import backend_availability
+    from helion.testing import require_backend
 
-    available, reason = backend_availability(backend)
-    if not available:
-        pytest.skip(f"backend {backend!r} is not usable here: {reason}")
+    require_backend(backend)
     x = torch.randn(37, width)
     kernel = helion.kernel(_sum_plus_width, backend=backend, autotune_effort="none")
     torch.testing.assert_close(kernel(x), x.sum(-1) + width)

@@ -11,15 +11,9 @@ import torch
 import helion
 import helion.language as hl
 from helion import exc
-from helion.backends import backend_availability
+from helion.testing import require_backend
 
 BACKENDS = ["ref", "triton", "pallas", "cute"]
-
-
-def _available(name: str) -> None:
-    available, reason = backend_availability(name)
-    if not available:
-        pytest.skip(f"backend {name!r} is not usable here: {reason}")
 
 
 def _tile_over_the_larger_tensor(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -50,7 +44,7 @@ def _store_past_the_end(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
 
 
 def _bind_error(fn, args: tuple, backend: str) -> exc.IndexOutOfBounds:
-    _available(backend)
+    require_backend(backend)
     kernel = helion.kernel(fn, backend=backend, autotune_effort="none")
     with pytest.raises(exc.IndexOutOfBounds) as info:
         kernel.bind(args)  # bind alone: nothing has run yet

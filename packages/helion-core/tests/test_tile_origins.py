@@ -17,6 +17,7 @@ from helion.passes.tile_origins import UNKNOWN
 from helion.passes.tile_origins import TileOrigins
 from helion.passes.tile_origins import join
 from helion.passes.tile_origins import join_rows
+from helion.testing.shared_block_size import shared_matmul
 
 U = UNKNOWN
 
@@ -68,19 +69,6 @@ def one_loop_two_dims(x: torch.Tensor) -> torch.Tensor:
     for ti, tj in hl.tile([m, n], block_size=[bs, bs]):
         v = x[ti, tj]
         out[ti, tj] = v + v.T
-    return out
-
-
-def shared_matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    m, k = x.shape
-    _, n = y.shape
-    bs = hl.register_block_size(max(m, n, k))
-    out = torch.empty([m, n], dtype=x.dtype)
-    for ti, tj in hl.tile([m, n], block_size=[bs, bs]):
-        acc = hl.zeros([ti, tj], dtype=torch.float32)
-        for tk in hl.tile(k, block_size=bs):
-            acc = torch.addmm(acc, x[ti, tk], y[tk, tj])
-        out[ti, tj] = acc
     return out
 
 
