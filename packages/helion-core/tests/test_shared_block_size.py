@@ -7,26 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from helion import exc
 from helion.testing import shared_block_size
 
 # Known ref backend bugs, found by these cases: strict, so a fix shows up as an unexpected pass
 # (remove the entry then).
-_OUTER_REDUCE = "hl.reduce over the outer tile's dimension in the inner loop sums wrong lanes"
-_INNER_AMAX = (
-    "the running amax over the innermost tile is wrong when the loop also sums over the "
-    "outermost tile"
-)
-_REF_BUGS = {
-    "custom_combines-9x13": (AssertionError, _OUTER_REDUCE),
-    "custom_combines-13x9": (AssertionError, _OUTER_REDUCE),
-    "three_levels-9x13x7": (AssertionError, _INNER_AMAX),
-    "three_levels-13x7x9": (AssertionError, _INNER_AMAX),
-    "causal_prefix-90x24-90x64": (
-        exc.InternalError,
-        "hl.tile(0, tm.end, block_size=bs) after a partial outer tile fails in expand",
-    ),
-}
+_REF_BUGS: dict[str, tuple[type[BaseException], str]] = {}
 
 
 def _params() -> list:

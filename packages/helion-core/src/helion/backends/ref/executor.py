@@ -7,6 +7,7 @@ config; the result is the oracle every compiled backend is tested against.
 
 from __future__ import annotations
 
+import collections
 import itertools
 from typing import Any
 from typing import Sequence
@@ -21,6 +22,7 @@ from helion.ir.core import Node
 from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion.passes.tile_origins import TileOrigins
 from helion.runtime.config import Config
 
 
@@ -76,6 +78,11 @@ class RefExecutor:
                     self.loop_order[loop.loop_id] = list(orders[position])
                 position += 1
         self.symbols = {info.symbol: info.block_id for info in ir.block_sizes}
+        # where one block size sizes several tiles (`hl.register_block_size` shared by loops), a
+        # shape entry `_BLOCK_SIZE_0` does not say whose extent it has: the tile each dimension
+        # of each value came from does (None: each block size has one tile)
+        tiles = collections.Counter(b for loop in ir.loops for b in loop.block_ids)
+        self.origins = TileOrigins(ir) if any(count > 1 for count in tiles.values()) else None
         self.stored_tensors = {
             node.attrs["tensor"].index
             for node in ir.walk()
@@ -97,6 +104,8 @@ class RefExecutor:
             (v.device for v in host_values if isinstance(v, torch.Tensor)), torch.device("cpu")
         )
         self.extent: dict[int, int] = {}
+        # the tiles executing now, by the id of their tile value: (block id, tile)
+        self.tiles: dict[int, tuple[int, TileRuntime]] = {}
         env: dict[int, Any] = {}
         for scalar in self.ir.scalar_args:
             env[scalar.value.id] = host_values[scalar.index]
@@ -117,8 +126,48 @@ class RefExecutor:
         values = {s: self.resolve(s) for s in expr.free_symbols}
         return int(expr.subs(values))
 
-    def shape(self, dims: Sequence[Any]) -> list[int]:
-        return [self.resolve(d) for d in dims]
+    def shape(self, dims: Sequence[Any], like: Value | None = None) -> list[int]:
+        """Concrete sizes of `dims`, the shape of the value `like` (whose dimensions' tiles
+        tell which extent a block size shared by several tiles has)."""
+        row = self.origins.of(like) if self.origins is not None and like is not None else None
+        if not row or len(row) != len(dims):
+            row = (None,) * len(dims)
+        return [self.extent_of(d, origin) for d, origin in zip(dims, row, strict=True)]
+
+    def dim_size(self, value: Value, axis: int) -> int:
+        """Concrete size of dimension `axis` of the IR value `value`."""
+        return self.shape(value.shape, value)[axis]
+
+    def extent_of(self, dim: Any, origin: Any) -> int:
+        """Concrete size of a shape entry of a dimension that came from the tile value id
+        `origin` (None or CONFLICT: not traced to one tile). A block size that several running
+        tiles share, with no tile traced, has the whole block: padded lanes, as in compiled code."""
+        if self.origins is None or not isinstance(dim, sympy.Symbol) or dim not in self.symbols:
+            return self.resolve(dim)
+        block_id = self.symbols[dim]
+        entry = self.tiles.get(origin) if origin is not None else None
+        if entry is not None and entry[0] == block_id:
+            return entry[1].end - entry[1].begin
+        if sum(1 for b, _ in self.tiles.values() if b == block_id) > 1:
+            return self.block_value[block_id]
+        return self.resolve(dim)
+
+    def conform(self, result: Any, value: Value) -> Any:
+        """`result`, the runtime value of `value`, without the padded lanes of the dimensions
+        traced to a running tile (a full block met that tile: a masked store drops them too)."""
+        if self.origins is None or not isinstance(result, torch.Tensor):
+            return result
+        row = self.origins.of(value)
+        if not row or len(row) != result.ndim:
+            return result
+        for axis, origin in enumerate(row):
+            entry = self.tiles.get(origin) if origin is not None else None
+            if entry is None:
+                continue
+            extent = entry[1].end - entry[1].begin
+            if result.shape[axis] > extent and result.shape[axis] != 1:
+                result = result.narrow(axis, 0, extent)
+        return result
 
     def value(self, env: dict[int, Any], operand: Any) -> Any:
         if isinstance(operand, Value):
@@ -164,7 +213,7 @@ class RefExecutor:
         if len(node.outputs) == 1:
             results = [results]
         for out, result in zip(node.outputs, results, strict=True):
-            env[out.id] = self.coerce(result, out)
+            env[out.id] = self.conform(self.coerce(result, out), out)
 
     def coerce(self, result: Any, out: Value) -> Any:
         ty = out.type
@@ -210,33 +259,34 @@ class RefExecutor:
             node.attrs["block_ids"], tiles, body.args[: len(tiles)], strict=True
         ):
             self.extent[block_id] = tile.end - tile.begin
+            self.tiles[arg.id] = (block_id, tile)
             env[arg.id] = tile
 
     def _run_grid_loop(self, node: Node, env: dict[int, Any]) -> None:
         body = node.regions[0]
-        saved = dict(self.extent)
+        saved, saved_tiles = dict(self.extent), dict(self.tiles)
         for tiles in self._iterate(node, env):
             self._enter(node, tiles, body, env)
             self.run_block(body, env)
-        self.extent = saved
+        self.extent, self.tiles = saved, saved_tiles
 
     def _run_tile_loop(self, node: Node, env: dict[int, Any]) -> None:
         body = node.regions[0]
         carried = [self.value(env, i) for i in node.inputs]
         n_tiles = len(node.attrs["block_ids"])
-        saved = dict(self.extent)
+        saved, saved_tiles = dict(self.extent), dict(self.tiles)
         for tiles in self._iterate(node, env):
             self._enter(node, tiles, body, env)
             for arg, value in zip(body.args[n_tiles:], carried, strict=True):
-                env[arg.id] = value
+                env[arg.id] = self.conform(value, arg)
             carried = self.run_block(body, env)
-        self.extent = saved
+        self.extent, self.tiles = saved, saved_tiles
         for out, value in zip(node.outputs, carried, strict=True):
-            env[out.id] = self.coerce(value, out)
+            env[out.id] = self.conform(self.coerce(value, out), out)
 
     def _run_if(self, node: Node, env: dict[int, Any]) -> None:
         cond = self.value(env, node.inputs[0])
         taken = node.regions[0] if bool(cond) else node.regions[1]
         results = self.run_block(taken, env)
         for out, value in zip(node.outputs, results, strict=True):
-            env[out.id] = self.coerce(value, out)
+            env[out.id] = self.conform(self.coerce(value, out), out)

@@ -357,7 +357,7 @@ def _custom_reduce(ex: Any, node: Any, inputs: list) -> Any:
     dim = node.attrs["dim"]
     values = [_tensor(ex, x, out.dtype) for x, out in zip(inputs, node.outputs, strict=True)]
     # lanes past the dimension's extent (a full block meeting a partial tile) take `other`
-    extent = ex.resolve(node.inputs[0].shape[dim])
+    extent = ex.dim_size(node.inputs[0], dim)
     if values[0].shape[dim] > extent:
         lanes = torch.arange(values[0].shape[dim], device=ex.device) < extent
         lanes = lanes.reshape([-1 if axis == dim else 1 for axis in range(values[0].ndim)])
@@ -420,7 +420,7 @@ def _dot_scaled(ex: Any, node: Any, inputs: list) -> Any:
 
 @ref_lowering(ops.view_reshape)
 def _reshape(ex: Any, node: Any, inputs: list) -> Any:
-    return inputs[0].reshape(ex.shape(node.attrs["shape"]))
+    return inputs[0].reshape(ex.shape(node.attrs["shape"], node.output))
 
 
 @ref_lowering(ops.view_permute)
@@ -433,7 +433,13 @@ def _expand(ex: Any, node: Any, inputs: list) -> Any:
     x = inputs[0]
     if not isinstance(x, torch.Tensor):
         x = torch.tensor(x, dtype=node.output.dtype, device=ex.device)
-    return x.expand(ex.shape(node.attrs["shape"]))
+    shape = ex.shape(node.attrs["shape"], node.output)
+    # a dimension that is not broadcast keeps its size: the tile it has may not be the one its
+    # block size names last (one block size shared by several tiles)
+    lead = len(shape) - x.ndim
+    return x.expand(
+        [-1 if i >= lead and x.shape[i - lead] != 1 else n for i, n in enumerate(shape)]
+    )
 
 
 @ref_lowering(ops.view_subscript)
@@ -448,7 +454,7 @@ def _subscript(ex: Any, node: Any, inputs: list) -> Any:
 @ref_lowering(ops.full)
 def _full(ex: Any, node: Any, inputs: list) -> Any:
     return torch.full(
-        ex.shape(node.attrs["shape"]),
+        ex.shape(node.attrs["shape"], node.output),
         node.attrs["value"],
         dtype=node.attrs["dtype"],
         device=ex.device,
@@ -458,9 +464,8 @@ def _full(ex: Any, node: Any, inputs: list) -> Any:
 @ref_lowering(ops.arange)
 def _arange(ex: Any, node: Any, inputs: list) -> Any:
     start = node.attrs["start"]
-    return torch.arange(
-        start, start + ex.resolve(node.attrs["length"]), dtype=node.attrs["dtype"], device=ex.device
-    )
+    (length,) = ex.shape([node.attrs["length"]], node.output)
+    return torch.arange(start, start + length, dtype=node.attrs["dtype"], device=ex.device)
 
 
 @ref_lowering(ops.constant)
