@@ -225,3 +225,26 @@ def group_lifetime(rank: int, world_size: int, store_path: str) -> dict:
         "second_ok": second_ok,
         "current": current,
     }
+
+
+def regroup_by_size(rank: int, world_size: int, store_dir: str) -> list:
+    """A one-shot all-reduce on 2 of the 3 ranks, then, after destroying that group, on all 3
+    under the same group name: the kernel compiled for 2 peers must not serve 3 (it summed 2
+    ranks' data and the third rank timed out)."""
+    import helion_distributed as hd
+
+    x = torch.arange(11, dtype=torch.float32) + rank
+    sums = []
+    dist.destroy_process_group()  # the 3-rank group run_ranks made: start from 2 ranks
+    for size in (2, 3):
+        if rank < size:
+            dist.init_process_group(
+                "gloo", init_method=f"file://{store_dir}/store-{size}", rank=rank, world_size=size
+            )
+            name = dist.group.WORLD.group_name
+            sums.append((size, name, hd.all_reduce(x, algorithm="one_shot").tolist()))
+            dist.destroy_process_group()
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store_dir}/store-last", rank=rank, world_size=world_size
+    )
+    return sums

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("helion_distributed")
 
@@ -164,3 +165,20 @@ def test_destroying_a_group_frees_it_and_a_new_group_of_that_name_gets_fresh_han
                 f"{backend} rank {rank}: the destroyed group is still referenced"
             )
             assert result["same_name"] and result["current"], f"{backend} rank {rank}: {result}"
+
+
+def test_a_group_re_created_with_another_size_gets_its_own_kernel(tmp_path) -> None:
+    results = run_ranks(
+        distributed_ranks.regroup_by_size,
+        3,
+        (str(tmp_path),),
+        timeout=90,  # the stale kernel made the third rank wait for a peer that never came
+        env={**QUIET, "HELION_BACKEND": "ref", "HELION_DIST_TIMEOUT": "20"},
+    )
+    base = torch.arange(11, dtype=torch.float32)
+    for rank, sums in enumerate(results):
+        for size, name, values in sums:
+            expected = (base * size + sum(range(size))).tolist()
+            assert values == expected, f"rank {rank}, {size} ranks (group {name!r}): {values}"
+        assert [s for s, _, _ in sums] == ([2, 3] if rank < 2 else [3])
+        assert len({name for _, name, _ in sums}) == 1, "the test needs the name to repeat"

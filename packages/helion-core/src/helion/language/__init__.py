@@ -37,6 +37,22 @@ constexpr = ConstExpr
 class ProcessGroupName(ConstExpr):
     """Annotation for an argument naming the process group a distributed kernel uses."""
 
+    def specialization_key(self) -> tuple:
+        """The name with the group's size and this rank's place in it: what compiled code may
+        bake in (the peers of a rank). A group destroyed and re-created under the same name
+        with another size must not reuse code compiled for the old one."""
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            return (self.value,)
+        try:
+            from torch.distributed import distributed_c10d as c10d
+
+            group = c10d._resolve_process_group(self.value)
+            return (self.value, group.size(), group.rank())
+        except Exception:  # an unknown name: the kernel's own resolution reports it
+            return (self.value,)
+
 
 class Tile:
     """The loop variable of `hl.tile`. Never constructed by users; see `tile.index`,

@@ -25,6 +25,7 @@ from helion.frontend.proxies import BlockSizeInt
 from helion.ir.core import BlockSizeInfo
 from helion.ir.core import KernelIR
 from helion.language import ConstExpr
+from helion.language import ProcessGroupName
 from helion.language._context import _state as _context_state
 from helion.language._context import active_mode
 from helion.language.philox import draw_call_seed
@@ -304,6 +305,8 @@ def _is_constexpr_annotation(annotation: Any, fn: Callable) -> bool:
 
 
 def _hashable(value: Any) -> Hashable:
+    if isinstance(value, ProcessGroupName):
+        return value.specialization_key()
     if isinstance(value, ConstExpr):
         value = value.value
     if isinstance(value, (list, tuple)):
