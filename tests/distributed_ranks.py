@@ -248,3 +248,17 @@ def regroup_by_size(rank: int, world_size: int, store_dir: str) -> list:
         "gloo", init_method=f"file://{store_dir}/store-last", rank=rank, world_size=world_size
     )
     return sums
+
+
+def non_member_call(rank: int, world_size: int) -> str:
+    """A ready kernel called on a subgroup by a rank outside it: a clear error on that rank
+    (torch hands it a placeholder, not a group), the members' result unchanged."""
+    import helion_distributed as hd
+
+    sub = dist.new_group([0, 1])
+    x = torch.arange(7, dtype=torch.float32) + rank
+    try:
+        out = hd.all_reduce(x, group=sub)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return "ok" if out.tolist() == (torch.arange(7) * 2 + 1).tolist() else f"wrong {out.tolist()}"

@@ -182,3 +182,11 @@ def test_a_group_re_created_with_another_size_gets_its_own_kernel(tmp_path) -> N
             assert values == expected, f"rank {rank}, {size} ranks (group {name!r}): {values}"
         assert [s for s, _, _ in sums] == ([2, 3] if rank < 2 else [3])
         assert len({name for _, name, _ in sums}) == 1, "the test needs the name to repeat"
+
+
+def test_a_rank_outside_a_subgroup_gets_a_clear_error() -> None:
+    results = run_ranks(
+        distributed_ranks.non_member_call, 3, timeout=120, env={**QUIET, "HELION_BACKEND": "ref"}
+    )
+    assert results[:2] == ["ok", "ok"], results
+    assert results[2].startswith("SymmetricMemoryError") and "not a member" in results[2]

@@ -115,3 +115,32 @@ def test_legal_accesses_are_not_refused():
     torch.testing.assert_close(run(_tile_over_the_smaller_tensor, x, y), x + y[:8])
     x2, y2 = torch.randn(13, 37), torch.randn(13, 37)
     torch.testing.assert_close(run(_two_dim_tile, x2, y2), x2 * y2)
+
+
+def _grid_over_the_larger_tensor(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for i in hl.grid(x.size(0)):
+        out[i] = x[i] + y[i]
+    return out
+
+
+def _grid_rows(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for i in hl.grid(x.size(0)):
+        for tile in hl.tile(x.size(1)):
+            out[i, tile] = x[i, tile] + y[i, tile]
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_hl_grid_index_past_the_tensor_is_refused_at_bind(backend):
+    error = _bind_error(_grid_over_the_larger_tensor, (torch.randn(37), torch.randn(20)), backend)
+    assert "tensor 'y'" in str(error) and "index 20 along dimension 0 (of size 20)" in str(error)
+    error = _bind_error(_grid_rows, (torch.randn(9, 13), torch.randn(5, 13)), backend)
+    assert "tensor 'y'" in str(error) and "index 5 along dimension 0 (of size 5)" in str(error)
+
+
+def test_hl_grid_within_the_tensor_runs():
+    x, y = torch.randn(9, 13), torch.randn(12, 13)
+    kernel = helion.kernel(_grid_rows, backend="ref", autotune_effort="none")
+    torch.testing.assert_close(kernel(x, y), x + y[:9])

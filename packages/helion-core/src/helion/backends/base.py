@@ -248,9 +248,10 @@ def check_core(backend: Backend, ir: KernelIR) -> None:
 
 def _check_static_bounds(nodes: Any, ranges: dict[int, tuple[int, int]], in_branch: bool) -> None:
     """Refuse, at bind time, an unmasked access that a tile loop with static bounds surely runs
-    past its tensor: `y[tile]` in `for tile in hl.tile(x.size(0))` with y shorter than x, or a
-    constant index past the end. Compiled code would touch memory outside the tensor (the ref
-    backend finds the same at run time). `ranges`: tile value id -> the [begin, end) its loop
+    past its tensor: `y[tile]` in `for tile in hl.tile(x.size(0))` with y shorter than x, `y[i]`
+    in `for i in hl.grid(x.size(0))`, or a constant index past the end. Compiled code would
+    touch memory outside the tensor (the ref backend finds the same at run time). `ranges`: id
+    of a tile value, or of the index an `hl.grid` loop yields, -> the [begin, end) its loop
     covers; accesses under an `if` are left alone (their branch may never run past the end)."""
     from helion import exc
 
@@ -262,7 +263,10 @@ def _check_static_bounds(nodes: Any, ranges: dict[int, tuple[int, int]], in_bran
             for tile, (begin, end) in zip(body.args, bounds, strict=False):
                 if isinstance(begin, int) and isinstance(end, int) and 0 <= begin < end:
                     inner[id(tile)] = (begin, end)
-            _check_static_bounds(body.nodes, inner, in_branch)
+            grid = node.attrs.get("is_grid")
+            _check_static_bounds(
+                body.nodes, inner if not grid else _with_grid_indices(body, inner), in_branch
+            )
             continue
         for region in node.regions:
             _check_static_bounds(region.nodes, ranges, in_branch=True)
@@ -277,7 +281,8 @@ def _check_static_bounds(nodes: Any, ranges: dict[int, tuple[int, int]], in_bran
                 continue
             size = shape[dim] if dim < len(shape) else None
             first_outside = None
-            if item[0] == "tile" and isinstance(size, int):
+            if item[0] in ("tile", "scalar") and isinstance(size, int):
+                # a scalar index has a range only when it is an hl.grid loop's index
                 begin, end = ranges.get(id(node.inputs[item[1]]), (0, 0))
                 if end > size:
                     first_outside = max(begin, size)
@@ -289,6 +294,16 @@ def _check_static_bounds(nodes: Any, ranges: dict[int, tuple[int, int]], in_bran
                     node.op.name, name, first_outside, dim, size, loc=node.loc
                 )
             dim += 1
+
+
+def _with_grid_indices(body: Any, ranges: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """`ranges` plus the indices an `hl.grid` loop yields (its tiles' `begin`s, emitted first in
+    its body): each takes every value of its tile's range."""
+    ranges = dict(ranges)
+    for node in body.nodes:
+        if node.op.name == "tile_begin" and id(node.inputs[0]) in ranges:
+            ranges[id(node.outputs[0])] = ranges[id(node.inputs[0])]
+    return ranges
 
 
 def _reachable_nodes(nodes: Any) -> Any:

@@ -66,6 +66,11 @@ def resolve_group(group: Any = None) -> Any:
         )
     if group is None:
         return dist.group.WORLD
+    if group is dist.GroupMember.NON_GROUP_MEMBER:  # what new_group returns on other ranks
+        raise SymmetricMemoryError(
+            f"rank {dist.get_rank()} is not a member of this group: torch.distributed.new_group "
+            "returned it a placeholder; call the kernel only on the group's ranks"
+        )
     if isinstance(group, str):
         from torch.distributed import distributed_c10d as c10d
 
