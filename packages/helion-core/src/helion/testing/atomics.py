@@ -386,8 +386,9 @@ ATOMIC_CASES: list[AtomicCase] = [
 def _run(
     case: AtomicCase, backend: str, inputs: AtomicInputs, device: str | torch.device
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(what the lanes read back, the updated tensor), both on the CPU."""
-    args = tuple(arg.to(device) for arg in inputs.args)
+    """(what the lanes read back, the updated tensor), both on the CPU. The kernel gets copies:
+    a backend that wrongly writes an input must fail the check, not corrupt the expectation."""
+    args = tuple(arg.to(device, copy=True) for arg in inputs.args)
     config = helion.Config(block_sizes=list(case.block_sizes))
     olds = bind(case.fn, backend, args).compile_config(config)(*args)
     return olds.cpu(), args[0].cpu()
@@ -408,7 +409,7 @@ def check_atomic_case(
         raise ValueError(f"{case.id} cannot be checked without a lane order")
     require_backend(backend)
     inputs = case.inputs()
-    initial = inputs.args[0].clone()  # the kernel updates args[0] in place
+    initial = inputs.args[0].clone()
     what = f"{case.id} on {backend!r}"
     olds, final = _run(case, backend, inputs, device)
     # the lanes that ran (`...` indexes all of them, keeping the shape for the messages)
