@@ -105,6 +105,19 @@ def test_reduction_without_identity_over_an_empty_dimension_is_refused(name):
     assert THIS_FILE in message, message
 
 
+@pytest.mark.parametrize("name", sorted(_WITHOUT_IDENTITY))
+def test_eager_mode_refuses_it_as_compiled_kernels_do(name):
+    reduce = _WITHOUT_IDENTITY[name]
+    kernel = helion.kernel(_rows, backend="ref", ref_mode=helion.RefMode.EAGER)
+    with pytest.raises(exc.EmptyReduction) as info:
+        kernel(torch.empty(5, 0), reduce)
+    message = str(info.value)
+    assert f"torch.{name} over dimension 1, which has size 0" in message, message
+    assert info.value.loc is not None and "reduce(x[tm, :])" in info.value.loc.line(), message
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(kernel(x, reduce), reduce(x).double())
+
+
 def test_the_same_kernel_still_reduces_a_non_empty_dimension():
     reduce = _WITHOUT_IDENTITY["amax"]
     x = torch.randn(5, 3)

@@ -304,6 +304,41 @@ def _is_augmented_assignment() -> bool:
     return code[lasti] == _BINARY_OP and code[lasti + 1] in _INPLACE_ARGS
 
 
+# reductions without an identity: over a dimension of size 0 compiled kernels raise
+# EmptyReduction at trace time, torch an IndexError; eager mode raises what compiled code does
+_NO_IDENTITY = frozenset(
+    getattr(owner, name)
+    for owner in (torch, torch.Tensor)
+    for name in ("amax", "amin", "argmax", "argmin", "max", "min")
+)
+
+
+def _check_not_empty(func: Any, args: tuple, kwargs: dict, kernel: Any) -> None:
+    x = args[0] if args else kwargs.get("input")
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    if not isinstance(x, torch.Tensor) or x.ndim == 0 or isinstance(dim, torch.Tensor):
+        return  # a 0-d tensor has one element; torch.max(a, b) is elementwise
+    if dim is None or dim == ():
+        empty = [d for d, size in enumerate(x.shape) if size == 0]
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        empty = [int(d) % max(x.ndim, 1) for d in dims if x.shape[int(d)] == 0]
+    if empty:
+        raise exc.EmptyReduction(f"torch.{func.__name__}", empty[0], loc=_kernel_line(kernel))
+
+
+def _kernel_line(kernel: Any) -> exc.SourceLocation:
+    """Where the kernel's own code is running: the innermost frame of its function, as compiled
+    kernels name it (the call may come through a helper the kernel called); else the caller."""
+    code = getattr(getattr(kernel, "fn", kernel), "__code__", None)
+    frame = caller = sys._getframe(3)  # past this, the check and `__torch_function__`
+    while frame is not None and code is not None:
+        if (frame.f_code.co_filename, frame.f_code.co_name) == (code.co_filename, code.co_name):
+            return exc.SourceLocation(frame.f_code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return exc.SourceLocation(caller.f_code.co_filename, caller.f_lineno)
+
+
 class EagerTorchMode(TorchFunctionMode):
     """Gives torch calls in device code (inside `hl.tile` / `hl.grid` loops) Helion's meaning;
     host code runs untouched."""
@@ -338,6 +373,8 @@ class EagerTorchMode(TorchFunctionMode):
             inplace = _INPLACE_METHODS[func]
         if inplace is not None:
             return inplace(*tiles_to_indices(args), **kwargs)
+        if func in _NO_IDENTITY:
+            _check_not_empty(func, args, kwargs, self.mode.kernel)
         if func in _REFUSED_INPLACE:
             what, hint = INPLACE_METHOD_HINT
             caller = sys._getframe(1)  # the kernel's line: torch's C method calls the mode directly
