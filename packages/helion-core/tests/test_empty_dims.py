@@ -16,6 +16,7 @@ from helion import backends
 from helion import exc
 from helion.backends.base import check_core
 from helion.backends.ref import RefBackend
+from helion.testing import empty_slices
 
 THIS_FILE = __file__
 
@@ -251,3 +252,17 @@ def test_the_size_of_a_sliced_dimension_is_its_real_extent(backend, width):
     x = torch.randn(37, width)
     kernel = helion.kernel(_sum_plus_width, backend=backend, autotune_effort="none")
     torch.testing.assert_close(kernel(x), x.sum(-1) + width)
+
+
+@pytest.mark.filterwarnings("ignore:var\\(\\)")
+@pytest.mark.parametrize("case", empty_slices.EMPTY_SLICE_CASES, ids=lambda case: case.id)
+def test_empty_slice_conformance_cases_on_ref(case):
+    empty_slices.check_empty_slice_case(case, "ref")
+
+
+def test_the_empty_slice_check_catches_a_wrong_result():
+    wrong = empty_slices.EmptySliceCase(
+        "wrong", empty_slices.row_sum, lambda g, device: ((torch.randn(37, 0),), torch.ones(37))
+    )
+    with pytest.raises(AssertionError, match="wrong on 'ref'"):
+        empty_slices.check_empty_slice_case(wrong, "ref")
