@@ -10,6 +10,7 @@
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
+#   bash benchmarks/gpu_session.sh variants OUT  # benchmarks/variant_probe.py (QUESTIONS picks them)
 #   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
 #                                                # KERNELS raced against torch.compile in interleaved rounds
 #   bash benchmarks/gpu_session.sh stability OUT # the quick search's picks over RUNS runs against its seeds
@@ -83,6 +84,9 @@ case "$phase" in
       --rounds "${ROUNDS:-7}" --json "$out/flush.json" --fresh-tune --autotune-log "$out/tune" \
       --extra 'rms_norm={"block_sizes": [1], "reduction_loops": [null], "num_warps": 16, "num_stages": 1, "indexing": ["block_ptr", "pointer", "pointer"], "load_eviction_policies": ["first", "last"]}'
     tar czf "$out/flush_tune_logs.tgz" -C "$out" tune  # subdirectories' files do not come back
+    ;;
+  variants)  # QUESTIONS="nan_max rope": benchmarks/variant_probe.py's questions (all when unset)
+    TAIL=60 step variant_probe 540 python3 benchmarks/variant_probe.py ${QUESTIONS:-}
     ;;
   overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py

@@ -8,6 +8,11 @@ code or the way the kernel is written, not its config.
 geglu: the code generator issues every load of a straight run before the math (`loads_first`);
 the same kernel and configs are timed with that order and with the program order.
 
+nan_max: softmax and cross_entropy under the configs the quick searches picked, with the
+NaN-propagating max reductions they are generated with (torch's semantics: `tl.reduce` with a
+`tl.maximum(..., propagate_nan=ALL)` combine) and with plain `tl.max` / `tl.maximum` (what the
+code generator emitted before): does returning NaN as torch does cost time?
+
 rope: the example tiles heads over max(q heads, k heads) and masks the k heads it does not have
 (8 of 32 here: 3/4 of the k lanes idle); `rope_split` gives q and k a top-level loop each, in the
 same launch; `rope_loads_first` loads k before storing q.
@@ -24,8 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 import add as add_example
+import cross_entropy as cross_entropy_example
 import geglu as geglu_example
 import rope as rope_example
+import softmax as softmax_example
 import swiglu as swiglu_example
 from _timing import Timer
 from _timing import copy_bandwidth_tbs
@@ -34,6 +41,7 @@ from run import BENCHES
 import helion
 import helion.language as hl
 import helion_triton.codegen as triton_codegen
+import helion_triton.reductions as triton_reductions
 
 
 @helion.kernel()
@@ -248,7 +256,60 @@ def order(probe: Probe) -> None:
         probe.kernel("rope", "rope", rope_example.rope, config, args, expected)
 
 
-QUESTIONS = {"geglu": geglu, "rope": rope, "order": order, "pointwise": pointwise}
+def _plain_max_partial(self, ctx, x, dim, keepdim, dtype):  # the generator's code before NaN
+    if self.name in ("amax", "amin"):
+        keep = ", keep_dims=True" if keepdim else ""
+        return f"tl.{'max' if self.name == 'amax' else 'min'}({x}, {dim}{keep})"
+    return _nan_partial(self, ctx, x, dim, keepdim, dtype)
+
+
+_nan_partial = triton_reductions.ReductionKind.partial
+
+
+def nan_max(probe: Probe) -> None:
+    cases = {
+        "softmax": (
+            softmax_example.softmax,
+            [
+                {"block_sizes": [1], "reduction_loops": [None], "num_warps": 16, "num_stages": 2,
+                 "indexing": ["tensor_descriptor", "tensor_descriptor"],
+                 "load_eviction_policies": ["last"]},
+                {"block_sizes": [1], "reduction_loops": [None], "num_warps": 4, "num_stages": 1,
+                 "indexing": ["block_ptr", "tensor_descriptor"], "load_eviction_policies": ["last"]},
+            ],
+        ),
+        "cross_entropy": (
+            cross_entropy_example.cross_entropy,
+            [  # the ninth session's pick, then the fifth's (0.501 ms on another H200)
+                {"block_sizes": [1], "reduction_loops": [4096], "num_warps": 1, "num_stages": 2,
+                 "indexing": ["pointer", "tensor_descriptor", "block_ptr", "pointer"],
+                 "load_eviction_policies": ["last", "", ""]},
+                {"block_sizes": [1], "reduction_loops": [4096], "num_warps": 2, "num_stages": 3,
+                 "indexing": ["pointer", "block_ptr", "block_ptr", "pointer"],
+                 "load_eviction_policies": ["", "", ""]},
+            ],
+        ),
+    }
+    for name, (kernel, configs) in cases.items():
+        args = BENCHES[name].make_args(probe.device)
+        expected = BENCHES[name].reference(*args)
+        for config in configs:
+            probe.kernel(f"{name} NaN max", name, kernel, config, args, expected)
+        propagate = triton_reductions._PROPAGATE_NAN
+        triton_reductions.ReductionKind.partial = _plain_max_partial
+        triton_reductions._PROPAGATE_NAN = ""
+        try:
+            plain = helion.kernel(kernel.fn)  # its own bound kernels and code
+            for config in configs:
+                probe.kernel(f"{name} plain max", name, plain, config, args, expected)
+        finally:
+            triton_reductions.ReductionKind.partial = _nan_partial
+            triton_reductions._PROPAGATE_NAN = propagate
+        for config in configs:  # again, for drift
+            probe.kernel(f"{name} NaN max", name, kernel, config, args, expected)
+
+
+QUESTIONS = {"nan_max": nan_max, "geglu": geglu, "rope": rope, "order": order, "pointwise": pointwise}
 
 
 def main() -> int:
