@@ -271,22 +271,43 @@ def nan_max(probe: Probe) -> None:
         "softmax": (
             softmax_example.softmax,
             [
-                {"block_sizes": [1], "reduction_loops": [None], "num_warps": 16, "num_stages": 2,
-                 "indexing": ["tensor_descriptor", "tensor_descriptor"],
-                 "load_eviction_policies": ["last"]},
-                {"block_sizes": [1], "reduction_loops": [None], "num_warps": 4, "num_stages": 1,
-                 "indexing": ["block_ptr", "tensor_descriptor"], "load_eviction_policies": ["last"]},
+                {
+                    "block_sizes": [1],
+                    "reduction_loops": [None],
+                    "num_warps": 16,
+                    "num_stages": 2,
+                    "indexing": ["tensor_descriptor", "tensor_descriptor"],
+                    "load_eviction_policies": ["last"],
+                },
+                {
+                    "block_sizes": [1],
+                    "reduction_loops": [None],
+                    "num_warps": 4,
+                    "num_stages": 1,
+                    "indexing": ["block_ptr", "tensor_descriptor"],
+                    "load_eviction_policies": ["last"],
+                },
             ],
         ),
         "cross_entropy": (
             cross_entropy_example.cross_entropy,
             [  # the ninth session's pick, then the fifth's (0.501 ms on another H200)
-                {"block_sizes": [1], "reduction_loops": [4096], "num_warps": 1, "num_stages": 2,
-                 "indexing": ["pointer", "tensor_descriptor", "block_ptr", "pointer"],
-                 "load_eviction_policies": ["last", "", ""]},
-                {"block_sizes": [1], "reduction_loops": [4096], "num_warps": 2, "num_stages": 3,
-                 "indexing": ["pointer", "block_ptr", "block_ptr", "pointer"],
-                 "load_eviction_policies": ["", "", ""]},
+                {
+                    "block_sizes": [1],
+                    "reduction_loops": [4096],
+                    "num_warps": 1,
+                    "num_stages": 2,
+                    "indexing": ["pointer", "tensor_descriptor", "block_ptr", "pointer"],
+                    "load_eviction_policies": ["last", "", ""],
+                },
+                {
+                    "block_sizes": [1],
+                    "reduction_loops": [4096],
+                    "num_warps": 2,
+                    "num_stages": 3,
+                    "indexing": ["pointer", "block_ptr", "block_ptr", "pointer"],
+                    "load_eviction_policies": ["", "", ""],
+                },
             ],
         ),
     }
@@ -309,7 +330,13 @@ def nan_max(probe: Probe) -> None:
             probe.kernel(f"{name} NaN max", name, kernel, config, args, expected)
 
 
-QUESTIONS = {"nan_max": nan_max, "geglu": geglu, "rope": rope, "order": order, "pointwise": pointwise}
+QUESTIONS = {
+    "nan_max": nan_max,
+    "geglu": geglu,
+    "rope": rope,
+    "order": order,
+    "pointwise": pointwise,
+}
 
 
 def main() -> int:
