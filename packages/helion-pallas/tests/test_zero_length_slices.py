@@ -8,6 +8,12 @@ torch raises). Before, core refused these kernels at bind (`ZeroLengthSlice`): J
 the one-lane window from an empty dimension. Each kernel runs in interpret mode under its default
 config and random ones (core's conformance cases, `helion.testing.empty_slices`), against
 PyTorch; the code for NVIDIA GPUs is lowered through Pallas' Triton lowering without the device.
+
+An inner `hl.tile` loop over a dimension of size 0 (a matmul with K == 0) runs no iteration: its
+body is not emitted (the carried values pass through) and its accesses get no refs. Before, the
+tensors it read were passed whole with a BlockSpec holding a 0, and JAX's interpreter divided by
+that block size (ZeroDivisionError). An access of a tensor with no element touches no memory
+either, as an empty slice's does, for loops whose bounds are only known at run time.
 """
 
 from __future__ import annotations
@@ -45,6 +51,43 @@ def test_an_empty_slice_touches_no_memory():
     assert "x_ref" not in source, source  # x is not passed: nothing reads it
 
 
+def test_an_inner_loop_over_an_empty_dimension_is_not_emitted():
+    # the loop over K == 0 leaves the accumulator alone: no fori_loop, and x and w get no refs
+    x, w = torch.randn(37, 0), torch.randn(0, 45)
+    kernel = helion.kernel(empty_slices.tiled_matmul, backend="pallas", autotune_effort="none")
+    torch.testing.assert_close(kernel(x, w), x @ w)
+    bound = kernel.bind((x, w))
+    spec = bound.config_spec
+    for config in [spec.default_config()] + [
+        spec.random_config(random.Random(seed)) for seed in range(4)
+    ]:
+        source = bound.to_code(config)
+        assert "it runs no iteration" in source, source
+        assert "fori_loop" not in source and "unrolled (static_ranges)" not in source, source
+        assert "x_ref" not in source and "w_ref" not in source, source
+
+
+def test_only_the_loop_over_the_empty_dimension_is_dropped():
+    x, y = torch.randn(37, 0), torch.randn(37, 19)
+    kernel = helion.kernel(empty_slices.two_inner_loops, backend="pallas", autotune_effort="none")
+    torch.testing.assert_close(kernel(x, y), y + x.sum(-1)[:, None])
+    bound = kernel.bind((x, y))
+    source = bound.to_code(bound.config_spec.default_config())
+    assert source.count("it runs no iteration") == 1, source
+    assert source.count("jax.lax.fori_loop(") == 1, source  # the loop over y's 19 columns
+    assert "x_ref" not in source and "y_ref" in source, source
+
+
+def test_a_loop_with_run_time_bounds_reads_no_element_of_an_empty_tensor():
+    x = torch.randn(37, 0)
+    kernel = helion.kernel(empty_slices.row_sum_to, backend="pallas", autotune_effort="none")
+    torch.testing.assert_close(kernel(x, 0), torch.zeros(37))
+    bound = kernel.bind((x, 0))
+    source = bound.to_code(bound.config_spec.default_config())
+    assert "jax.lax.fori_loop(" in source, source  # the count is only known at run time
+    assert "x_ref" not in source, source
+
+
 # -- the code for the devices ------------------------------------------------------------------
 
 _LOWERED = [
@@ -53,6 +96,9 @@ _LOWERED = [
     (empty_slices.shift_into, lambda: (torch.randn(37, 6), torch.randn(37, 6))),
     (empty_slices.sums_3d, lambda: (torch.randn(11, 0, 100),)),
     (empty_slices.sums_3d, lambda: (torch.randn(37, 7, 0),)),
+    (empty_slices.tiled_matmul, lambda: (torch.randn(37, 0), torch.randn(0, 45))),
+    (empty_slices.two_inner_loops, lambda: (torch.randn(37, 0), torch.randn(37, 19))),
+    (empty_slices.row_sum_to, lambda: (torch.randn(37, 0), 0)),
 ]
 
 

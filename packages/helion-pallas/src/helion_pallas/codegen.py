@@ -58,6 +58,15 @@ def unpack_target(names: Sequence[str]) -> str:
     return f"{names[0]}," if len(names) == 1 else ", ".join(names)
 
 
+def _static_int(bound: Any) -> int | None:
+    """A loop bound's value when it is known at trace time, else None."""
+    if isinstance(bound, int):
+        return bound
+    if isinstance(bound, sympy.Expr) and bound.is_Integer:
+        return int(bound)
+    return None
+
+
 def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
@@ -614,18 +623,36 @@ class KernelCodegen:
             return str(int(bound)), int(bound)
         return f"jnp.asarray({self.operand(bound)}, dtype={self.dtype(self.index_dtype)})", None
 
+    @staticmethod
+    def runs_no_iteration(node: Node) -> bool:
+        """Whether an inner loop has a dimension whose static bounds hold no index (`hl.tile(k)`
+        of a dimension of size 0): the loop runs zero times."""
+        for begin, end in zip(node.attrs["begins"], node.attrs["ends"], strict=True):
+            lo, hi = _static_int(begin), _static_int(end)
+            if lo is not None and hi is not None and hi <= lo:
+                return True
+        return False
+
     def _emit_tile_loop(self, node: Node) -> None:
         w = self.writer
         body = node.regions[0]
         block_ids = node.attrs["block_ids"]
         is_grid = node.attrs["is_grid"]
-        loop_tag = self.fresh("loop")
         where = (
             f", {os.path.basename(node.loc.filename)}:{node.loc.lineno}"
             if node.loc is not None
             else ""
         )
         w.line(f"# inner tile loop over block(s) {', '.join(map(str, block_ids))}{where}")
+        if self.runs_no_iteration(node):
+            # no body to run: the carried values pass through. The body is not emitted, so its
+            # accesses need no refs (`memory.plan_refs`): JAX cannot block a dimension of size
+            # 0, and a zero-trip `fori_loop` would still trace the body's loads
+            w.line("# it runs no iteration: a dimension of its bounds is empty")
+            for value, output in zip(node.inputs, node.outputs, strict=True):
+                w.line(f"{self.name_of(output)} = {self._carried(value, output)}")
+            return
+        loop_tag = self.fresh("loop")
         dims = []
         for block_id, begin, end in zip(
             block_ids, node.attrs["begins"], node.attrs["ends"], strict=True

@@ -7,9 +7,11 @@ indices. Every other tensor is passed whole and indexed with `pl.ds` slices (til
 loops, data-dependent offsets) or with integer index arrays (gathers and scatters, and bounded
 slices whose padded window would start in the dim and run past its end). Out-of-bounds
 lanes are masked in every case (`plgpu.load(..., mask=, other=0)`, `plgpu.store(..., mask=)`).
-An access with a slice of length 0 (`x[tile, :]` of a dimension of size 0) has every lane
-masked off: it touches no memory (a load is zeros, a store or atomic does nothing), and its
-tensor gets no ref from it, since JAX cannot cut even a one-lane window from an empty dim.
+An access with a slice of length 0 (`x[tile, :]` of a dimension of size 0), or of a tensor with
+no element, has every lane masked off: it touches no memory (a load is zeros, a store or atomic
+does nothing), and its tensor gets no ref from it, since JAX cannot cut even a one-lane window
+from an empty dim. Nor do the accesses in the body of an inner loop that runs no iteration
+(`hl.tile(k)` with k == 0: the code generator emits no body).
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Iterator
 
 import torch
 
 import helion.language._ops as ops
 from helion import exc
+from helion.ir.core import Block
 from helion.ir.core import Node
 from helion.ir.core import TensorArg
 from helion.ir.core import Value
@@ -49,7 +53,7 @@ def plan_refs(
 ) -> tuple[dict[int, RefPlan], list[TensorArg], list[TensorArg]]:
     """Decide the refs of the `pallas_call` of top-level loop `loop`."""
     accesses: dict[int, list[Node]] = {}
-    for node in loop.regions[0].walk():
+    for node in _live_nodes(codegen, loop.regions[0]):
         if node.op.memory and not is_empty_access(node):
             accesses.setdefault(node.attrs["tensor"].index, []).append(node)
     refs: dict[int, RefPlan] = {}
@@ -69,8 +73,23 @@ def plan_refs(
     return refs, reads, writes
 
 
+def _live_nodes(codegen: KernelCodegen, block: Block) -> Iterator[Node]:
+    """The nodes of `block` and its regions, less the bodies of inner loops that run no
+    iteration (the code generator emits none of them)."""
+    for node in block.nodes:
+        yield node
+        if node.op is ops.tile_loop and codegen.runs_no_iteration(node):
+            continue
+        for region in node.regions:
+            yield from _live_nodes(codegen, region)
+
+
 def is_empty_access(node: Node) -> bool:
-    """Whether a memory op addresses no element: one of its items is a slice of length 0."""
+    """Whether a memory op addresses no element: one of its items is a slice of length 0, or
+    its tensor has none (`x[tm, tk]` of an `x` of shape (37, 0), in a loop whose bounds are
+    only known at run time)."""
+    if 0 in node.attrs["tensor"].shape:
+        return True
     return any(item[0] == "full" and int(item[2]) == 0 for item in node.attrs.get("items") or ())
 
 
@@ -364,7 +383,7 @@ def _load(ctx: KernelCodegen, node: Node) -> str:
 def _store(ctx: KernelCodegen, node: Node) -> None:
     if is_empty_access(node):
         name = node.attrs["tensor"].name
-        ctx.emit(f"# store to {name}: a slice of length 0, nothing to write{ctx.origin(node)}")
+        ctx.emit(f"# store to {name}: no element addressed, nothing to write{ctx.origin(node)}")
         return
     plan = ctx.ref_plan(node.attrs["tensor"])
     value_operand = node.inputs[node.attrs["value"]]

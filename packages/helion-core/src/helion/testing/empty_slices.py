@@ -1,6 +1,8 @@
 """Conformance cases for `:` slices of length 0 (`x[tile, :]` of a dimension of size 0,
 `x[tile, 2:2]`): a load of one reads no element, a store writes none, and a reduction over one
-takes torch's value (or raises `EmptyReduction` where torch raises). Every case runs under the
+takes torch's value (or raises `EmptyReduction` where torch raises). Also tile loops over a
+dimension of size 0 (a matmul with K == 0, an outer loop with M == 0, one of two inner loops,
+bounds known only at run time): such a loop runs no iteration. Every case runs under the
 default config and random ones, on seeded inputs of sizes that are not powers of two, against
 PyTorch.
 
@@ -113,6 +115,49 @@ def scale_3d(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def tiled_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    m, k = x.size()
+    n = w.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = torch.addmm(acc, x[tile_m, tile_k], w[tile_k, tile_n])
+        out[tile_m, tile_n] = acc
+    return out
+
+
+def tiled_row_sum(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(x.size(0)):
+        acc = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_k in hl.tile(x.size(1)):
+            acc += x[tile_m, tile_k].sum(-1)
+        out[tile_m] = acc
+    return out
+
+
+def two_inner_loops(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(y)
+    for tile_m in hl.tile(x.size(0)):
+        acc = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_k in hl.tile(x.size(1)):
+            acc += x[tile_m, tile_k].sum(-1)
+        for tile_n in hl.tile(y.size(1)):
+            out[tile_m, tile_n] = y[tile_m, tile_n] + acc[:, None]
+    return out
+
+
+def row_sum_to(x: torch.Tensor, end: int) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(x.size(0)):
+        acc = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_k in hl.tile(0, end):  # the bound is a run-time scalar
+            acc += x[tile_m, tile_k].sum(-1)
+        out[tile_m] = acc
+    return out
+
+
 # -- cases --------------------------------------------------------------------------------------
 
 REDUCTIONS: dict[str, Callable] = {
@@ -197,6 +242,39 @@ def _scale_3d_inputs(g: torch.Generator, device: Any) -> tuple[tuple, Any]:
     return (x,), torch.relu(x) + 1
 
 
+def _matmul_case(m: int, k: int, n: int) -> EmptySliceCase:
+    def inputs(g: torch.Generator, device: Any) -> tuple[tuple, Any]:
+        x, w = _randn(g, device, m, k), _randn(g, device, k, n)
+        return (x, w), x @ w
+
+    return EmptySliceCase(f"tile_loop_matmul-{m}x{k}x{n}", tiled_matmul, inputs)
+
+
+def _tiled_row_sum_inputs(g: torch.Generator, device: Any) -> tuple[tuple, Any]:
+    x = _randn(g, device, 37, 0)
+    return (x,), x.sum(-1)
+
+
+def _two_inner_loops_case(k: int, n: int) -> EmptySliceCase:
+    def inputs(g: torch.Generator, device: Any) -> tuple[tuple, Any]:
+        x, y = _randn(g, device, 37, k), _randn(g, device, 37, n)
+        return (x, y), y + x.sum(-1)[:, None]
+
+    return EmptySliceCase(f"two_inner_tile_loops-k{k}-n{n}", two_inner_loops, inputs)
+
+
+def _row_sum_to_inputs(g: torch.Generator, device: Any) -> tuple[tuple, Any]:
+    x = _randn(g, device, 37, 0)
+    return (x, 0), x.sum(-1)
+
+
+EMPTY_LOOP_CASES: list[EmptySliceCase] = [
+    *(_matmul_case(m, k, n) for m, k, n in ((37, 0, 45), (0, 23, 45), (0, 0, 45))),
+    EmptySliceCase("tile_loop_row_sum-37x0", tiled_row_sum, _tiled_row_sum_inputs),
+    *(_two_inner_loops_case(k, n) for k, n in ((0, 19), (5, 0))),
+    EmptySliceCase("tile_loop_with_run_time_bounds", row_sum_to, _row_sum_to_inputs),
+]
+
 EMPTY_SLICE_CASES: list[EmptySliceCase] = [
     *(_reduction_case(name, n) for name in sorted(REDUCTIONS) for n in (37, 5)),
     *(_row_sum_case(dtype) for dtype in (torch.float32, torch.float16, torch.int32)),
@@ -207,6 +285,7 @@ EMPTY_SLICE_CASES: list[EmptySliceCase] = [
     EmptySliceCase("of_a_non_empty_dim_writes_nothing", shift_into, _shift_into_inputs),
     *(_sums_3d_case(shape) for shape in ((37, 0, 5), (11, 0, 100), (37, 7, 0), (5, 0, 0))),
     EmptySliceCase("scale_3d", scale_3d, _scale_3d_inputs),
+    *EMPTY_LOOP_CASES,
 ]
 
 
@@ -220,7 +299,9 @@ def check_empty_slice_case(case: EmptySliceCase, backend: str, *, device: Any = 
     require_backend(backend)
     args, expected = case.inputs(torch.Generator().manual_seed(0), device)
     bound = bind(case.fn, backend, args)
-    assert bound.ir.empty_reduction_blocks(), f"{case.id}: the kernel holds no slice of length 0"
+    assert bound.ir.empty_reduction_blocks() or any(
+        0 in tensor.shape for tensor in bound.ir.tensor_args
+    ), f"{case.id}: the kernel holds no slice of length 0 and no tensor of size 0"
     expected = expected if isinstance(expected, tuple) else (expected,)
     spec = bound.config_spec
     configs = [spec.default_config()] + [
