@@ -206,5 +206,5 @@ def test_disabling_autoload_hides_installed_plugins(plugin_venv: Path) -> None:
     )
     result = run_in(plugin_venv, "-c", code, **{plugins.DISABLE_AUTOLOAD_ENV: "1"})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("BackendUnavailable")
+    assert result.stdout.startswith("UnknownBackend")  # a BackendUnavailable: not first-party
     assert "no installed plugin provides it" in result.stdout

@@ -1,10 +1,12 @@
 """`helion.testing` itself: its checks fail on wrong results with a message naming the case, a
-backend that is not installed skips the test that asks for it (naming the backend), and neither
-`import helion` nor the cases import it or pytest."""
+backend that is not installed or cannot run here skips the test that asks for it (naming the
+backend) while a misspelt backend name fails it, and neither `import helion` nor the cases import
+it or pytest."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 
@@ -12,7 +14,12 @@ import pytest
 import torch
 
 import helion.language as hl
+from helion import exc
+from helion import plugins
+from helion.backends.base import Backend
+from helion.backends.ref import RefBackend
 from helion.testing import atomics
+from helion.testing import require_backend
 from helion.testing import shared_block_size
 
 
@@ -77,12 +84,94 @@ def test_a_wrong_partial_tile_fails_the_block_size_check() -> None:
         shared_block_size.check_block_size_case(case, "ref")
 
 
-def test_a_missing_backend_skips_naming_it() -> None:
-    case = _block_size_case("nested_scale-37x50")
-    with pytest.raises(pytest.skip.Exception, match="'no-such-backend'"):
-        shared_block_size.check_block_size_case(case, "no-such-backend")
-    with pytest.raises(pytest.skip.Exception, match="'no-such-backend'"):
+@pytest.fixture
+def only_core_plugins(monkeypatch: pytest.MonkeyPatch):
+    """A fresh plugin manager that loads no installed plugin: only `ref` is installed."""
+    monkeypatch.setenv(plugins.DISABLE_AUTOLOAD_ENV, "1")
+    plugins.reset_plugin_manager()
+    yield
+    plugins.reset_plugin_manager()
+
+
+def test_a_misspelt_backend_fails_naming_it_and_the_known_ones() -> None:
+    # a typo must not skip every case: no installed plugin provides it, and no first-party
+    # backend has that name
+    with pytest.raises(exc.UnknownBackend) as caught:
+        require_backend("trtion")
+    message = str(caught.value)
+    assert "'trtion'" in message
+    assert "cute, pallas, ref, triton" in message  # the first-party names
+    assert "installed backends: " in message and "ref" in message.split("installed backends:")[1]
+    with pytest.raises(exc.UnknownBackend, match="'no-such-backend'"):
+        shared_block_size.check_block_size_case(
+            _block_size_case("nested_scale-37x50"), "no-such-backend"
+        )
+    with pytest.raises(exc.UnknownBackend, match="'no-such-backend'"):
         atomics.check_atomic_case(_atomic_case("ticket_counter-n37-block16"), "no-such-backend")
+
+
+def test_a_first_party_backend_that_is_not_installed_skips_naming_it(only_core_plugins) -> None:
+    with pytest.raises(pytest.skip.Exception, match=r"'pallas'.*helion-pallas"):
+        require_backend("pallas")
+    case = _block_size_case("nested_scale-37x50")
+    with pytest.raises(pytest.skip.Exception, match="'triton'"):
+        shared_block_size.check_block_size_case(case, "triton")
+    with pytest.raises(pytest.skip.Exception, match="'cute'"):
+        atomics.check_atomic_case(_atomic_case("ticket_counter-n37-block16"), "cute")
+
+
+class _NeedsADevice(RefBackend):
+    name = "needs-a-device"
+
+    def is_available(self) -> tuple[bool, str]:
+        return False, "needs a device this machine does not have"
+
+
+class _DeviceBackendPlugin:
+    @plugins.hookimpl
+    def helion_backends(self) -> list[Backend]:
+        return [_NeedsADevice()]
+
+
+class _ExplodingPlugin:
+    @plugins.hookimpl
+    def helion_backends(self) -> list[Backend]:
+        raise RuntimeError("exploded while listing its backends")
+
+
+def test_an_installed_backend_that_cannot_run_here_skips(only_core_plugins) -> None:
+    plugins.register_plugin(_DeviceBackendPlugin(), "device-toys")
+    with pytest.raises(pytest.skip.Exception, match=r"'needs-a-device'.*does not have"):
+        require_backend("needs-a-device")
+    # a third-party plugin that failed to load is known by its name: skipped, saying why
+    plugins.register_plugin(_ExplodingPlugin(), "exploding")
+    with pytest.raises(pytest.skip.Exception, match=r"'exploding'.*exploded while listing"):
+        require_backend("exploding")
+    require_backend("ref")  # usable: returns quietly
+
+
+def test_require_backend_raises_unittest_skip_without_pytest() -> None:
+    code = (
+        "import sys, unittest\n"
+        "from helion import exc\n"
+        "from helion.testing import require_backend\n"
+        "assert 'pytest' not in sys.modules\n"
+        "try:\n"
+        "    require_backend('triton')\n"
+        "except unittest.SkipTest as skip:\n"
+        "    assert \"'triton'\" in str(skip), skip\n"
+        "else:\n"
+        "    raise AssertionError('no skip')\n"
+        "try:\n"
+        "    require_backend('trtion')\n"
+        "except exc.UnknownBackend as error:\n"
+        "    assert \"'trtion'\" in str(error), error\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+    )
+    env = {**os.environ, plugins.DISABLE_AUTOLOAD_ENV: "1"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("backend", ["ref", "triton", "pallas"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -367,6 +368,7 @@ def test_hook_results_that_are_not_backends_are_reported() -> None:
 def test_missing_first_party_backend_says_what_to_install() -> None:
     with pytest.raises(exc.BackendUnavailable) as caught:
         backends.get_backend("pallas")
+    assert not isinstance(caught.value, exc.UnknownBackend)  # a known name, just not installed
     message = str(caught.value)
     assert "'pallas'" in message
     assert "helion-pallas" in message
@@ -375,17 +377,22 @@ def test_missing_first_party_backend_says_what_to_install() -> None:
 
 def test_unknown_backend_lists_installed_ones() -> None:
     plugins.register_plugin(BackendsPlugin(ToyBackend()), "toys")
-    with pytest.raises(exc.BackendUnavailable) as caught:
+    with pytest.raises(exc.UnknownBackend) as caught:
         backends.get_backend("no-such-backend")
+    assert isinstance(caught.value, exc.BackendUnavailable)  # what callers already catch
     message = str(caught.value)
-    assert "'no-such-backend'" in message
+    assert "Unknown backend 'no-such-backend'" in message
     assert "toy" in message
+    assert "not a first-party backend (cute, pallas, ref, triton)" in message
     assert plugins.ENTRY_POINT_GROUP in message
+    assert pickle.loads(pickle.dumps(caught.value)).args == caught.value.args
 
 
 def test_missing_backend_error_mentions_its_failed_plugin(installed_toys: Path) -> None:
     with pytest.raises(exc.BackendUnavailable) as caught:
         backends.get_backend("exploding")
+    # the name of a plugin that failed to load is known: not reported as a misspelt one
+    assert not isinstance(caught.value, exc.UnknownBackend)
     assert "toy plugin exploded at import" in str(caught.value)
 
 

@@ -1,6 +1,7 @@
 """An unmasked access that a tile loop with static bounds surely runs past its tensor is refused
 when the kernel is bound, for every backend (core's `check_core`): compiled code would read or
-write memory outside the tensor. Accesses that stay legal: masked ones, ones under an `if`, a tile
+write memory outside the tensor. Under `static_shapes=False`, each later size is refused the same
+way when it is traced, before it compiles or runs. Accesses that stay legal: masked ones, ones under an `if`, a tile
 over a smaller range, and the partial last tile of a size no block divides."""
 
 from __future__ import annotations
@@ -144,3 +145,57 @@ def test_hl_grid_within_the_tensor_runs():
     x, y = torch.randn(9, 13), torch.randn(12, 13)
     kernel = helion.kernel(_grid_rows, backend="ref", autotune_effort="none")
     torch.testing.assert_close(kernel(x, y), x + y[:9])
+
+
+def _add_into(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + y[tile]
+    return out
+
+
+def _same_size_arguments(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.randn(n), torch.randn(n), torch.zeros(n)
+
+
+def _refuses_later_sizes(kernel, bad: tuple) -> None:
+    # one bound kernel serves every size: the check must see each size traced, not the first
+    with pytest.raises(exc.IndexOutOfBounds) as info:
+        kernel(*bad)
+    message = str(info.value)
+    assert "load of tensor 'y'" in message, message
+    assert "index 50 along dimension 0 (of size 50)" in message, message
+    assert info.value.loc is not None and info.value.loc.filename == __file__
+    assert info.value.loc.line().strip() == "out[tile] = x[tile] + y[tile]"
+
+
+@pytest.mark.parametrize("backend", ["ref", "triton", "pallas"])
+def test_a_later_size_under_dynamic_shapes_is_refused_before_it_runs(backend):
+    require_backend(backend)
+    # tiles of 16: the ref backend, which checks each access as it runs, would store the tiles
+    # before the first one past y if nothing refused the call first
+    config = helion.Config(block_sizes=[16])
+    kernel = helion.kernel(_add_into, backend=backend, config=config, static_shapes=False)
+    x, y, out = _same_size_arguments(100)
+    torch.testing.assert_close(kernel(x, y, out), x + y)
+    bad = (torch.randn(120), torch.randn(50), torch.zeros(120))
+    assert kernel.bind(bad) is kernel.bind((x, y, out))
+    _refuses_later_sizes(kernel, bad)
+    # refused before anything ran: no tile of the output was written
+    assert torch.count_nonzero(bad[2]) == 0
+    # the kernel stays usable, and the refused size left nothing behind: a matching call of
+    # the new size runs, and the mismatched one is refused again
+    x2, y2, out2 = _same_size_arguments(120)
+    torch.testing.assert_close(kernel(x2, y2, out2), x2 + y2)
+    _refuses_later_sizes(kernel, bad)
+    x3, y3, out3 = _same_size_arguments(100)
+    torch.testing.assert_close(kernel(x3, y3, out3), x3 + y3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_later_size_is_refused_on_every_backend(backend):
+    # bound with sizes that fit, then called with ones that do not: refused before compiling,
+    # so even a backend that cannot launch here (cute on a machine without a GPU) refuses it
+    require_backend(backend)
+    kernel = helion.kernel(_add_into, backend=backend, autotune_effort="none", static_shapes=False)
+    kernel.bind(_same_size_arguments(100))
+    _refuses_later_sizes(kernel, (torch.randn(120), torch.randn(50), torch.zeros(120)))

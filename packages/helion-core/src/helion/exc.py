@@ -1022,6 +1022,14 @@ class BackendUnavailable(BaseError):
         super().__init__(backend, reason, distribution, **kwargs)
 
 
+class UnknownBackend(BackendUnavailable):
+    """No installed plugin provides the backend and it is not a first-party one: most likely a
+    misspelt name (a first-party backend that is not installed raises :class:`BackendUnavailable`
+    itself, saying what to install)."""
+
+    message = "Unknown backend {0!r}: {1}"
+
+
 class CuteBackendUnavailable(BackendUnavailable):
     message = "Backend {0!r} is not available: {1}"
 

@@ -63,6 +63,9 @@ def get_backend(name: str, *, require_available: bool = True) -> Backend:
         The backend object.
 
     Raises:
+        helion.exc.UnknownBackend: No installed plugin provides ``name`` and it is neither a
+            first-party backend nor the name of a plugin that failed to load (a misspelt name).
+            A subclass of ``BackendUnavailable``.
         helion.exc.BackendUnavailable: No plugin provides ``name``, two plugins do, or it is
             unavailable. The message names the backend, the reason, and what to install.
     """
@@ -211,13 +214,6 @@ def _not_installed_error(name: str, registry: _Registry) -> Exception:
 
     installed = ", ".join(sorted(registry.backends)) or "none"
     distribution = _FIRST_PARTY_DISTRIBUTIONS.get(name)
-    if name == REF_BACKEND_NAME:
-        reason = "the built-in backend could not be created"
-    elif distribution is not None:
-        reason = f"it is not installed (it is provided by {distribution})"
-    else:
-        reason = "no installed plugin provides it"
-    lines = [f"{reason}; installed backends: {installed}."]
     failures = plugins.load_failures()
     related = [
         failure
@@ -226,6 +222,20 @@ def _not_installed_error(name: str, registry: _Registry) -> Exception:
         or (distribution and failure.distribution == distribution)
         or (name == REF_BACKEND_NAME and failure.plugin == plugins.manager.CORE_PLUGIN_NAME)
     ]
+    # neither first-party nor a plugin that failed to load: most likely a misspelt name
+    unknown = name != REF_BACKEND_NAME and distribution is None and not related
+    if name == REF_BACKEND_NAME:
+        reason = "the built-in backend could not be created"
+    elif distribution is not None:
+        reason = f"it is not installed (it is provided by {distribution})"
+    elif unknown:
+        first_party = ", ".join(sorted({REF_BACKEND_NAME, *_FIRST_PARTY_DISTRIBUTIONS}))
+        reason = (
+            f"no installed plugin provides it, and it is not a first-party backend ({first_party})"
+        )
+    else:
+        reason = "no installed plugin provides it"
+    lines = [f"{reason}; installed backends: {installed}."]
     # A plugin that failed to load is the likeliest cause, so say so in the error itself.
     for failure in related or failures:
         lines.append(f"Note: {failure.describe()}")
@@ -234,14 +244,13 @@ def _not_installed_error(name: str, registry: _Registry) -> Exception:
         return exc.BackendUnavailable(name, reason_text)
     if distribution is not None:
         return exc.BackendUnavailable(name, reason_text, distribution)
-    return exc.BackendUnavailable(
-        name,
-        reason_text,
-        hint=(
-            "Install the package that provides it; backends register a plugin in the "
-            f"{plugins.ENTRY_POINT_GROUP!r} entry-point group (see `helion plugins`)."
-        ),
+    hint = (
+        "Install the package that provides it; backends register a plugin in the "
+        f"{plugins.ENTRY_POINT_GROUP!r} entry-point group (see `helion plugins`)."
     )
+    if unknown:
+        return exc.UnknownBackend(name, reason_text, hint=f"Check the name's spelling. {hint}")
+    return exc.BackendUnavailable(name, reason_text, hint=hint)
 
 
 def _describe_plugin(info: plugins.PluginInfo) -> str:

@@ -118,8 +118,10 @@ class Backend(abc.ABC):
 
         The default accepts everything. Backends override it to report every unsupported
         construct at once, each with its source location. The runtime runs :func:`check_core`
-        first (the checks that hold for every backend: no tensor on the meta device; see also
-        :attr:`zero_length_slices`), so an override need not call ``super().check``.
+        first (the checks that hold for every backend: no tensor on the meta device, no
+        unmasked access surely past a tensor; see also :attr:`zero_length_slices`), so an
+        override need not call ``super().check``. Both run on every trace: the first, and each
+        later one (a new size under ``static_shapes=False``), before it is compiled.
 
         Args:
             ir: The kernel IR after core passes.

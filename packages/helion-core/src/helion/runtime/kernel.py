@@ -922,6 +922,10 @@ class BoundKernel:
         return captured[0]
 
     def _trace(self, values: Sequence[Any]) -> KernelIR:
+        """Trace the device code for the host values of one launch and check the IR: the first
+        trace (`_discover`) and every later variant (sizes under ``static_shapes=False``, other
+        host values) alike, so each size traced is checked against its own tensors."""
+        from helion.backends.base import check_core
         from helion.frontend.tracer import Tracer
         from helion.ir.verifier import verify
 
@@ -965,14 +969,13 @@ class BoundKernel:
         verify(ir)
         if self.settings.print_ir:
             print(ir, file=sys.stderr)
+        check_core(self.backend, ir)  # what holds for every backend, then the backend's own
+        self.backend.check(ir)
         return ir
 
     def _derive_spec(self, ir: KernelIR) -> Any:
-        from helion.backends.base import check_core
         from helion.passes.config_spec import derive_config_spec
 
-        check_core(self.backend, ir)  # what holds for every backend, then the backend's own
-        self.backend.check(ir)
         spec = derive_config_spec(
             ir, self._user_tunables, min_dot_size=getattr(self.backend, "min_dot_size", 16)
         )

@@ -16,8 +16,9 @@ package's (first-party or third-party plugin).
 
 A check raises ``AssertionError`` naming the case, the backend and the config on a wrong result,
 and skips the test (``pytest.skip`` under pytest, else ``unittest.SkipTest``) when the backend is
-not installed or cannot run here. ``import helion`` does not import this package, and it does not
-import pytest.
+not installed or cannot run here. A name that no installed plugin provides and that is not a
+first-party backend (a misspelt one) raises ``helion.exc.UnknownBackend`` instead of skipping.
+``import helion`` does not import this package, and it does not import pytest.
 """
 
 from __future__ import annotations
@@ -35,12 +36,19 @@ __all__ = ["assert_same", "bind", "require_backend"]
 
 def require_backend(name: str) -> None:
     """Skip the calling test when backend ``name`` is not installed or cannot run here (the
-    reason names the backend and what to install); return quietly when it can run."""
+    reason names the backend and what to install); return quietly when it can run.
+
+    Raises:
+        helion.exc.UnknownBackend: No installed plugin provides ``name`` and it is not a
+            first-party backend: a misspelt name fails the test instead of skipping it.
+    """
     from helion import backends
     from helion import exc
 
     try:
         backends.get_backend(name)
+    except exc.UnknownBackend:
+        raise
     except exc.BackendUnavailable as error:
         reason = f"backend {name!r} is not usable here: {error}"
         pytest = sys.modules.get("pytest")
