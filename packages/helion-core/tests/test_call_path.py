@@ -178,14 +178,44 @@ def test_a_call_keeps_no_argument_alive():
     import weakref
 
     scaled_add.reset()
-    scaled_add(torch.randn(37), torch.randn(37), 0.5)  # binds (a bound kernel keeps its bind args)
     x, y = torch.randn(37), torch.randn(37)
-    for _ in range(3):  # the keyed warm path, guarded launch wired
+    for _ in range(3):  # binds, then the keyed warm path, guarded launch wired
         out = scaled_add(x, y, 0.5)
     refs = [weakref.ref(x), weakref.ref(y), weakref.ref(out)]
     del x, y, out
     gc.collect()
+    # the bound kernel made by the first call keeps its arguments no more than the calls do:
+    # a kernel first called on a large tensor must not hold it for the life of the process
     assert all(ref() is None for ref in refs)
+    assert len(scaled_add._bound) == 1
+
+
+def test_configs_compiled_after_the_first_arguments_are_freed_trace_from_stand_ins():
+    import gc
+
+    scaled_add.reset()
+    x, y = torch.randn(100)[::2], torch.randn(50)  # a strided first argument
+    bound = scaled_add.bind((x, y, 0.5))
+    key = bound.cache_key()["specialization_key"]
+    del x, y
+    gc.collect()
+    for block in (4, 32):  # traced with zeroed tensors of the freed ones' shape and strides
+        run = bound.compile_config(helion.Config(block_sizes=[block]))
+        x, y = torch.randn(100)[::2], torch.randn(50)
+        torch.testing.assert_close(run(x, y, 0.5), x + 0.5 * y)
+    assert bound.cache_key()["specialization_key"] == key
+    assert scaled_add.bind((x, y, 0.5)) is bound
+
+
+def test_tuning_traces_with_the_arguments_it_was_given():
+    scaled_add.reset()
+    bound = scaled_add.bind((torch.randn(37), torch.randn(37), 0.5))
+    x, y = torch.randn(37), torch.randn(37)
+    seen = []
+    trace = bound._trace_for_config
+    bound._trace_for_config = lambda config, args: seen.append(args) or trace(config, args)
+    bound.autotune((x, y, 0.5), configs=[helion.Config(block_sizes=[b]) for b in (8, 32)])
+    assert seen and all(args[0] is x and args[1] is y for args in seen)
 
 
 def test_a_compiled_config_also_calls_through_the_guarded_launch():

@@ -11,6 +11,7 @@ import re
 import sys
 import threading
 import types
+import weakref
 from typing import Any
 from typing import Callable
 from typing import Hashable
@@ -902,7 +903,8 @@ class BoundKernel:
         self._active_keyed: Callable[..., Any] | None = None
         self._warm_calls: dict[tuple, Callable[[tuple, Any], Any] | None] = {}
         self._config: Config | None = None
-        self._bind_args = args
+        self._trace_args = _TraceArguments(args)
+        self._specialization_repr = repr(kernel.specialization_key(args))
         self._discovery_ir = self._discover(args)
         self.config_spec = self._derive_spec(self._discovery_ir)
 
@@ -1011,6 +1013,10 @@ class BoundKernel:
     def ensure_config_exists(self, args: Sequence[Any]) -> Config:
         if self._config is not None:
             return self._config
+        with self._trace_args.using(args):
+            return self._pick_config(args)
+
+    def _pick_config(self, args: Sequence[Any]) -> Config:
         settings = self.settings
         configs = self.kernel.configs
         if settings.autotune_effort == "none" and (not configs or settings.force_autotune):
@@ -1033,7 +1039,7 @@ class BoundKernel:
 
         # tuning launches the kernel many times: a kernel using torch.rand in device code must
         # not advance the caller's CPU generator (the launch after tuning draws from it as usual)
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), self._trace_args.using(args):
             config = autotune(self, tuple(args), force=force, **options)
         self._config = self.normalize(config)
         self._active_runner = self._active_keyed = None
@@ -1057,7 +1063,7 @@ class BoundKernel:
         return {
             "kernel": f"{self.split.source.filename}:{self.kernel.name}",
             "source_hash": source_hash,
-            "specialization_key": repr(self.kernel.specialization_key(self._bind_args)),
+            "specialization_key": self._specialization_repr,
             "backend": self.backend.cache_key(),
             "device": device_name,
             "torch": torch.__version__,
@@ -1077,7 +1083,7 @@ class BoundKernel:
     ) -> CompiledConfig:
         config = self.normalize(config)
         if not self._variants.get(config):
-            self._trace_for_config(config, self._bind_args)
+            self._trace_for_config(config, self._trace_args.resolve())
         return CompiledConfig(self, config)
 
     def to_code(self, config: Config | dict | None = None, **options: Any) -> str:
@@ -1256,7 +1262,7 @@ class BoundKernel:
         return run(args)
 
     def _activate(self, args: tuple) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        with self._lock:
+        with self._lock, self._trace_args.using(args):
             config = self._config or self.ensure_config_exists(args)
             runners = self._runner_pair(config)
             self._active_runner, self._active_keyed = runners
@@ -1266,6 +1272,62 @@ class BoundKernel:
         from helion.eager import run_eager
 
         return run_eager(self.kernel, args)
+
+
+class _TraceArguments:
+    """The arguments a bound kernel traces a config's code with (`compile_config`, tuning):
+    those of the call in progress (`using`), else the first call's, held weakly so that a
+    kernel does not keep the tensors of its first call alive. A tensor freed since is stood in
+    for by a zeroed one of its shape, strides, dtype and device: tracing reads no more than
+    that, and a variant traced from stand-ins is guarded like any other."""
+
+    def __init__(self, args: tuple) -> None:
+        self._first = [_hold_weakly(arg) for arg in args]
+        self._in_use: tuple | None = None
+
+    @contextlib.contextmanager
+    def using(self, args: Sequence[Any]) -> Iterator[None]:
+        previous, self._in_use = self._in_use, tuple(args)
+        try:
+            yield
+        finally:
+            self._in_use = previous
+
+    def resolve(self) -> tuple:
+        if self._in_use is not None:
+            return self._in_use
+        return tuple(_resolve_held(held) for held in self._first)
+
+
+class _WeakTensor:
+    __slots__ = ("ref", "meta")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.ref = weakref.ref(tensor)
+        self.meta = (tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device)
+
+
+def _hold_weakly(arg: Any) -> Any:
+    if isinstance(arg, torch.Tensor):
+        try:
+            return _WeakTensor(arg)
+        except (TypeError, RuntimeError):
+            return arg  # a tensor without strides (sparse): held as it is
+    if type(arg) in (list, tuple):
+        return type(arg)(_hold_weakly(item) for item in arg)
+    return arg
+
+
+def _resolve_held(held: Any) -> Any:
+    if isinstance(held, _WeakTensor):
+        tensor = held.ref()
+        if tensor is not None:
+            return tensor
+        shape, stride, dtype, device = held.meta
+        return torch.empty_strided(shape, stride, dtype=dtype, device=device).zero_()
+    if type(held) in (list, tuple):
+        return type(held)(_resolve_held(item) for item in held)
+    return held
 
 
 class _NoArguments:
