@@ -262,3 +262,56 @@ def non_member_call(rank: int, world_size: int) -> str:
     except Exception as error:
         return f"{type(error).__name__}: {error}"
     return "ok" if out.tolist() == (torch.arange(7) * 2 + 1).tolist() else f"wrong {out.tolist()}"
+
+
+def _shm_usage() -> tuple[int, int]:
+    """(files this process owns, mappings it holds) of CPU symmetric memory; -1 for the
+    mappings where /proc/self/maps does not exist."""
+    from helion_distributed.symm_mem._cpu import PREFIX
+    from helion_distributed.symm_mem._cpu import shm_dir
+
+    mine = f"{PREFIX}-{os.getpid()}-"
+    files = sum(name.startswith(mine) for name in os.listdir(shm_dir()))
+    try:
+        with open("/proc/self/maps") as maps:
+            mapped = sum(f"/{PREFIX}-" in line for line in maps)
+    except OSError:
+        mapped = -1
+    return files, mapped
+
+
+def group_rounds(rank: int, world_size: int, rounds: int) -> dict:
+    """``rounds`` times: a new group, a 240 KB all-reduce on it, destroy it. The shared memory of
+    a destroyed group is released (files unlinked, mappings unmapped), so neither grows with the
+    rounds; an allocation the user still holds survives its group and can be rendezvoused again."""
+    import gc
+
+    import helion_distributed as hd
+    from helion_distributed import symm_mem
+
+    everyone = list(range(world_size))
+    base = _shm_usage()
+    kept = symm_mem.empty(16, dtype=torch.float32)
+    sub = dist.new_group(everyone)
+    symm_mem.rendezvous(kept, sub)
+    dist.destroy_process_group(sub)
+    del sub
+    x = torch.full((60_000,), float(rank + 1))
+    expected = float(sum(range(1, world_size + 1)))
+    ok = True
+    usage = []
+    for _ in range(rounds):
+        group = dist.new_group(everyone)
+        out = hd.all_reduce(x, group=group)
+        ok = ok and bool((out == expected).all())
+        dist.destroy_process_group(group)
+        usage.append(_shm_usage())
+    del group
+    gc.collect()
+    end = _shm_usage()
+    kept.fill_(rank + 1)
+    handle = symm_mem.rendezvous(kept, dist.group.WORLD)
+    handle.barrier()
+    peer = float(handle.get_buffer((rank + 1) % world_size, [16], torch.float32)[15])
+    handle.barrier()
+    return {"ok": ok, "base": base, "usage": usage, "end": end, "peer": peer}

@@ -190,3 +190,24 @@ def test_a_rank_outside_a_subgroup_gets_a_clear_error() -> None:
     )
     assert results[:2] == ["ok", "ok"], results
     assert results[2].startswith("SymmetricMemoryError") and "not a member" in results[2]
+
+
+def test_a_destroyed_group_releases_its_shared_memory() -> None:
+    rounds = 20
+    results = run_ranks(
+        distributed_ranks.group_rounds,
+        2,
+        (rounds,),
+        timeout=120,
+        env={**QUIET, "HELION_BACKEND": "ref"},
+    )
+    for rank, result in enumerate(results):
+        assert result["ok"], f"rank {rank}: wrong all-reduce result"
+        usage = result["usage"]
+        assert usage[-1] == usage[0], (
+            f"rank {rank}: symmetric memory (files, mappings) grew over {rounds} rounds: {usage}"
+        )
+        files, mapped = result["base"]
+        # what is left after the last group is gone: the allocation the rank still holds
+        assert result["end"] == (files + 1, mapped + 1 if mapped >= 0 else -1), result
+        assert result["peer"] == float((rank + 1) % 2 + 1), result

@@ -12,6 +12,7 @@ import helion.language as hl
 from helion_distributed import symm_mem
 from helion_distributed.errors import FP8Unsupported
 from helion_distributed.errors import SymmetricMemoryError
+from helion_distributed.symm_mem import _groups
 
 
 @dataclasses.dataclass
@@ -59,7 +60,20 @@ class _Workspace:
 
 
 _workspaces: dict[tuple, list[_Workspace]] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a group's finalizer may release workspaces in any thread
+
+
+@_groups.on_release
+def _release_gone_workspaces() -> None:
+    """Drop the workspaces of destroyed or collected groups: their buffers, handles and the
+    shared memory behind them go with them."""
+    with _lock:
+        gone = [
+            _workspaces.pop(key, None)
+            for key, found in list(_workspaces.items())
+            if found[0].handle.group_ref.gone
+        ]
+    gone.clear()
 
 
 def workspace(

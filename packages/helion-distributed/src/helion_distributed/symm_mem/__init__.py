@@ -27,6 +27,7 @@ import torch
 
 from helion_distributed.errors import SymmetricMemoryError
 from helion_distributed.symm_mem import _cpu
+from helion_distributed.symm_mem import _groups
 
 __all__ = [
     "SymmetricMemory",
@@ -186,7 +187,7 @@ class CudaSymmetricMemory:
     def __init__(self, handle: Any, group: Any) -> None:
         self._handle = handle
         self.group_name = group.group_name
-        self.group_ref = weakref.ref(group)  # weakly, as the CPU handle (see there)
+        self.group_ref = _groups.GroupRef(group)  # weakly, as the CPU handle (see there)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._handle, name)
@@ -230,6 +231,13 @@ class CudaSymmetricMemory:
 _cuda_handles: dict[tuple[int, str], CudaSymmetricMemory] = {}
 
 
+@_groups.on_release
+def _release_gone_cuda_handles() -> None:
+    gone = [key for key, handle in list(_cuda_handles.items()) if handle.group_ref.gone]
+    for key in gone:
+        _cuda_handles.pop(key, None)
+
+
 def rendezvous(tensor: torch.Tensor, group: Any = None) -> Any:
     """Map every rank's allocation of ``tensor`` (collective over ``group``); cached, so calling
     it again for the same allocation and group is cheap and not collective."""
@@ -243,6 +251,7 @@ def rendezvous(tensor: torch.Tensor, group: Any = None) -> Any:
         key = (tensor.untyped_storage().data_ptr(), name)
         handle = _cuda_handles.get(key)
         if handle is None or handle.group_ref() is not pg:
+            _groups.release_gone()
             enabled = getattr(torch_symm, "is_symm_mem_enabled_for_group", None)
             if enabled is not None and not enabled(name):
                 torch_symm.enable_symm_mem_for_group(name)  # needed by older torch releases

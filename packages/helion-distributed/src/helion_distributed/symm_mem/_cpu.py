@@ -6,9 +6,14 @@ exchanges the file names over the group (a gloo ``all_gather_object``) and maps 
 file, so a peer's buffer is ordinary memory of this process: torch tensors over it
 (``torch.frombuffer``) read and write the peer's data directly, exactly like a CUDA peer mapping.
 
-Files are unlinked when their owner exits (``atexit``); the files of a process that died without
-running its exit handlers (``SIGKILL``, ``os._exit``) are removed by the next allocation on the
-machine that finds their owner gone.
+A segment lives as long as something maps it: the tensors over it (whatever ``empty()`` returned
+and its views hold the mapping through their storage) and the handles that rendezvoused it.
+Handles are cached per allocation and group and dropped when the group is destroyed or
+collected (``_groups``); when the owner's mapping dies, the owner unlinks the file (``_release``),
+and the pages are freed once the peers' mappings of it are gone too. What is left is unlinked at
+exit (``atexit``); the files of a process that died without running its exit handlers
+(``SIGKILL``, ``os._exit``) are removed by the next allocation on the machine that finds their
+owner gone.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from helion_distributed import _spin
 from helion_distributed._atomics import Words
 from helion_distributed.errors import DistributedTimeout
 from helion_distributed.errors import SymmetricMemoryError
+from helion_distributed.symm_mem import _groups
 
 PREFIX = "helion-symm"
 _ALIGN = 64
@@ -45,7 +51,9 @@ HOST_CHANNELS = 16
 _lock = threading.RLock()
 _counter = itertools.count()
 _owned_paths: set[str] = set()
-_allocations: list[CpuAllocation] = []
+# live allocations of this process by serial number; an entry goes when its mapping dies
+_allocations: dict[int, CpuAllocation] = {}
+_swept = False
 
 
 def kernel_slots(pad_words: int, world_size: int) -> int:
@@ -117,11 +125,18 @@ def _reserve(fd: int, size: int, path: str) -> None:
 
 
 class Segment:
-    """One mapped shared-memory file (ours or a peer's)."""
+    """One mapped shared-memory file (ours or a peer's), as a uint8 tensor over all of it; the
+    tensor's storage keeps the mapping alive, and tensors over it outlive this object."""
 
-    def __init__(self, path: str, size: int, *, create: bool) -> None:
+    def __init__(self, path: str, whole: torch.Tensor, mapping: mmap.mmap | None = None) -> None:
         self.path = path
-        self.size = size
+        self.bytes = whole
+        self.size = whole.numel()
+        self.mapping = mapping  # where map() made it (``whole`` holds it as well)
+
+    @classmethod
+    def map(cls, path: str, size: int, *, create: bool) -> Segment:
+        """Map the file ``path`` (create it, zero-filled, when ``create``)."""
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         try:
             fd = os.open(path, flags, 0o600)
@@ -138,11 +153,10 @@ class Segment:
                 raise SymmetricMemoryError(
                     f"the peer's symmetric memory {path!r} is smaller than announced"
                 )
-            self.mm = mmap.mmap(fd, size)
+            mapping = mmap.mmap(fd, size)
         finally:
             os.close(fd)
-        # a uint8 tensor over the whole mapping; it keeps the mapping alive
-        self.bytes = torch.frombuffer(self.mm, dtype=torch.uint8)
+        return cls(path, torch.frombuffer(mapping, dtype=torch.uint8), mapping)
 
     @property
     def address(self) -> int:
@@ -159,49 +173,84 @@ class Segment:
 
 
 class CpuAllocation:
-    """What ``empty()`` allocated: a buffer and its signal pad in one local segment."""
+    """What ``empty()`` allocated: a buffer and its signal pad in one local segment. It records
+    where the segment is mapped, not the mapping: that belongs to the tensors over it and to the
+    handles (cached in ``handles`` until their group is gone)."""
 
     def __init__(self, buffer_bytes: int, pad_bytes: int) -> None:
         self.buffer_bytes = buffer_bytes
         self.pad_bytes = pad_bytes
         self.pad_start = _align(max(buffer_bytes, 1), 4096)
-        name = f"{PREFIX}-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
-        path = os.path.join(shm_dir(), name)
-        self.segment = Segment(path, self.pad_start + pad_bytes, create=True)
-        with _lock:
-            _owned_paths.add(path)
+        self.serial = next(_counter)
+        name = f"{PREFIX}-{os.getpid()}-{self.serial}-{secrets.token_hex(4)}"
+        self.path = os.path.join(shm_dir(), name)
+        self.size = self.pad_start + pad_bytes
         self.handles: dict[str, CpuSymmetricMemory] = {}
+        self.address = 0
+
+    def create(self) -> Segment:
+        """Create and map the file; the caller keeps the only reference to the mapping."""
+        segment = Segment.map(self.path, self.size, create=True)
+        self.address = segment.address
+        with _lock:
+            _owned_paths.add(self.path)
+            _allocations[self.serial] = self
+        # when the last tensor or handle over the mapping is gone: forget it, unlink the file
+        assert segment.mapping is not None
+        weakref.finalize(segment.mapping, _release, self.serial, self.path).atexit = False
+        return segment
 
     def contains(self, tensor: torch.Tensor) -> bool:
         if tensor.device.type != "cpu" or (tensor.numel() == 0 and tensor.data_ptr() == 0):
             return False
-        start = self.segment.address
-        return start <= tensor.data_ptr() < start + max(self.buffer_bytes, 1)
+        return self.address <= tensor.data_ptr() < self.address + max(self.buffer_bytes, 1)
 
     def offset_of(self, tensor: torch.Tensor) -> int:
-        return tensor.data_ptr() - self.segment.address
+        return tensor.data_ptr() - self.address
+
+    def own_segment(self, tensor: torch.Tensor) -> Segment:
+        """This rank's segment, for a handle: the mapping ``tensor`` lies in (through its
+        storage, which keeps it alive), else (a tensor that reached the memory another way,
+        e.g. through numpy) a second mapping of the file."""
+        whole = torch.empty(0, dtype=torch.uint8).set_(tensor.untyped_storage())
+        if whole.data_ptr() == self.address and whole.numel() == self.size:
+            return Segment(self.path, whole)
+        return Segment.map(self.path, self.size, create=False)
+
+
+def _release(serial: int, path: str) -> None:
+    """The mapping of allocation ``serial`` died: nothing of this process points into it any more.
+    Unlinking the file is safe while peers still map it; its pages go with the last mapping."""
+    with _lock:
+        _allocations.pop(serial, None)
+        owned = path in _owned_paths
+        _owned_paths.discard(path)
+    if owned:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def empty(size: Sequence[int], dtype: torch.dtype, pad_bytes: int) -> torch.Tensor:
     """A zero-filled CPU tensor in a fresh shared-memory segment (with its own signal pad)."""
+    global _swept
     numel = 1
     for s in size:
         numel *= int(s)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    if not _allocations:
+    if not _swept:
+        _swept = True
         sweep_stale_files()
-    allocation = CpuAllocation(numel * itemsize, pad_bytes)
-    with _lock:
-        _allocations.append(allocation)
-    flat = allocation.segment.view(0, numel * itemsize, dtype)
+    segment = CpuAllocation(numel * itemsize, pad_bytes).create()
+    flat = segment.view(0, numel * itemsize, dtype)
     return flat[:numel].view(tuple(int(s) for s in size))
 
 
 def find_allocation(tensor: torch.Tensor) -> CpuAllocation | None:
     with _lock:
-        for allocation in _allocations:
-            if allocation.contains(tensor):
-                return allocation
+        allocations = list(_allocations.values())  # a finalizer may change the dict meanwhile
+    for allocation in reversed(allocations):  # the newest first: it owns a reused address
+        if allocation.contains(tensor):
+            return allocation
     return None
 
 
@@ -215,21 +264,37 @@ def rendezvous(tensor: torch.Tensor, group: Any, group_name: str) -> CpuSymmetri
     handle = allocation.handles.get(group_name)
     if handle is None or handle.group_ref() is not group:
         # none yet, or one rendezvoused on an earlier group of this name (destroyed, re-created)
-        handle = CpuSymmetricMemory(allocation, group, group_name)
+        _groups.release_gone()
+        handle = CpuSymmetricMemory(allocation, allocation.own_segment(tensor), group, group_name)
         allocation.handles[group_name] = handle
     return handle
+
+
+@_groups.on_release
+def _release_gone_handles() -> None:
+    gone = []
+    with _lock:
+        for allocation in list(_allocations.values()):
+            for name, handle in list(allocation.handles.items()):
+                if handle.group_ref.gone:
+                    gone.append(allocation.handles.pop(name, None))
+    # the last references to the handles (unless user code holds them): their peer mappings
+    # die here, and so does this rank's mapping where no tensor holds it any more
+    gone.clear()
 
 
 class CpuSymmetricMemory:
     """The handle of a rendezvoused CPU allocation: same API as torch's ``_SymmetricMemory``."""
 
-    def __init__(self, allocation: CpuAllocation, group: Any, group_name: str) -> None:
+    def __init__(
+        self, allocation: CpuAllocation, own: Segment, group: Any, group_name: str
+    ) -> None:
         import torch.distributed as dist
 
         self.allocation = allocation
         # weakly: a handle cached past destroy_process_group must not keep the group (and its
         # worker threads) alive into interpreter shutdown, where gloo's threads abort the process
-        self.group_ref = weakref.ref(group)
+        self.group_ref = _groups.GroupRef(group)
         self.group_name = group_name
         self.rank = dist.get_rank(group)
         self.world_size = dist.get_world_size(group)
@@ -237,7 +302,7 @@ class CpuSymmetricMemory:
         self.signal_pad_size = allocation.pad_bytes
         self.device = torch.device("cpu")
         mine = (
-            allocation.segment.path,
+            allocation.path,
             allocation.buffer_bytes,
             allocation.pad_bytes,
             allocation.pad_start,
@@ -261,9 +326,9 @@ class CpuSymmetricMemory:
         self.pad_starts: list[int] = []
         for peer, (path, _buffer_bytes, pad_bytes, pad_start, _host) in enumerate(everyone):
             if peer == self.rank:
-                self.segments.append(allocation.segment)
+                self.segments.append(own)
             else:
-                self.segments.append(Segment(path, pad_start + pad_bytes, create=False))
+                self.segments.append(Segment.map(path, pad_start + pad_bytes, create=False))
             self.pad_starts.append(pad_start)
         # every rank has mapped every file before anyone may unlink or write to it
         dist.barrier(group=group)
@@ -463,7 +528,7 @@ class _Shifted:
 
 def all_handles() -> list[CpuSymmetricMemory]:
     with _lock:
-        return [h for a in _allocations for h in a.handles.values()]
+        return [h for a in list(_allocations.values()) for h in list(a.handles.values())]
 
 
 @atexit.register
