@@ -38,10 +38,11 @@ def test_plugin_is_loaded_from_its_entry_point() -> None:
 
 def test_provides_language_ops_hook_and_no_backend() -> None:
     from helion_distributed.language import LANGUAGE_OPS
+    from helion_distributed.remote_copy import REMOTE_COPY_LANGUAGE_OPS
 
     results = plugins.call_each_plugin("helion_language_ops")
     from_distributed = [r for r in results if r.plugin.distribution == DISTRIBUTION]
-    assert [r.value for r in from_distributed] == [list(LANGUAGE_OPS)]
+    assert [r.value for r in from_distributed] == [[*LANGUAGE_OPS, *REMOTE_COPY_LANGUAGE_OPS]]
     names = {op.name for op in LANGUAGE_OPS}
     assert {
         "signal",
@@ -63,17 +64,23 @@ def test_language_ops_resolve_through_helion_language() -> None:
     assert hl.signal is language.signal
     assert hl.all_reduce is language.all_reduce
     assert hl.symm_mem.empty is not None
+    from helion_distributed import remote_copy
+
+    assert hl.make_async_remote_copy is remote_copy.make_async_remote_copy
+    assert hl.AsyncCopyDescriptor is remote_copy.AsyncCopyDescriptor
+    assert hl.remote_barrier is remote_copy.remote_barrier
 
 
 def test_lowerings_reach_the_ref_and_triton_tables() -> None:
     from helion.backends.ref.lowerings import ref_lowerings
     from helion_distributed import language
+    from helion_distributed import remote_copy
 
     table = ref_lowerings()
-    assert all(op in table for op in language.OPS)
+    assert all(op in table for op in (*language.OPS, *remote_copy.OPS))
     results = plugins.call_each_plugin("helion_lowerings", backend="triton")
     from_distributed = [r.value for r in results if r.plugin.distribution == DISTRIBUTION]
-    assert set(from_distributed[0]) == set(language.OPS)
+    assert set(from_distributed[0]) == set(language.OPS) | set(remote_copy.OPS)
     assert [
         r.value
         for r in plugins.call_each_plugin("helion_lowerings", backend="pallas")

@@ -4,7 +4,8 @@
 - language ops added to ``helion.language`` through the ``helion.plugins`` entry point
   (:mod:`helion_distributed.plugin`): ``hl.signal``, ``hl.wait``, ``hl.peer_barrier``,
   ``hl.all_reduce``, ``hl.all_gather``, ``hl.reduce_scatter``, ``hl.peer_tensors``,
-  ``hl.signal_pads``, ``hl.symm_mem``.
+  ``hl.signal_pads``, ``hl.symm_mem``, and the one-sided remote copies
+  ``hl.make_async_remote_copy`` (an ``hl.AsyncCopyDescriptor``) and ``hl.remote_barrier``.
 - ready kernels: ``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_gather_matmul``,
   ``matmul_reduce_scatter``, ``fp8_all_gather_matmul``, ``fp8_matmul_reduce_scatter``,
   ``all_reduce_bias_rms_norm``, ``two_dim_parallel_matmul`` (with ``mesh_2d``).
@@ -39,10 +40,17 @@ _KERNELS = {
 }
 
 
-def check_timeouts(tensor, group=None, what: str = "a kernel") -> None:
+def check_timeouts(tensor=None, group=None, what: str = "a kernel") -> None:
     """Raise ``DistributedTimeout`` if a compiled kernel's wait timed out on this rank while it
     used the signal pads of ``tensor``'s symmetric allocation (compiled kernels record the missing
-    rank in the pad instead of raising; the ready kernels call this after every launch)."""
+    rank in the pad instead of raising; the ready kernels call this after every launch). With
+    ``tensor=None``: the compiler-owned pads of the remote copies and remote barriers
+    (``hl.make_async_remote_copy``, ``hl.remote_barrier``) of every kernel on ``group``."""
+    if tensor is None:
+        from helion_distributed.remote_copy import check_timeouts as check_remote_copies
+
+        check_remote_copies(group)
+        return
     from helion_distributed._host_impl import check_kernel_timeouts
 
     check_kernel_timeouts(symm_mem.rendezvous(tensor, group), what)

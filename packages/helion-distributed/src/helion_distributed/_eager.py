@@ -151,3 +151,30 @@ def reduce_scatter(
         shape = buffers[rank][(0, *region)].shape
         parts = [_tensor(v, buffers[rank], shape) for v in values]
         return _host_impl.reduce_scatter(parts, buffers, region, pads, rank, slot, op)
+
+
+def _not_in_eager(op: str) -> None:
+    import os
+    import sys
+
+    import helion
+
+    # the kernel line: the first frame outside helion and this package
+    skip = (os.path.dirname(helion.__file__), os.path.dirname(__file__))
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(skip):
+        frame = frame.f_back
+    raise exc.BackendUnsupported(
+        f"{op} (its completion signals are compiler-owned words reserved when the kernel is traced; "
+        "run the kernel on the ref or Triton backend: unset HELION_INTERPRET) at "
+        f"{frame.f_code.co_filename}:{frame.f_lineno}",
+        "eager mode (HELION_INTERPRET=1)",
+    )
+
+
+def make_async_remote_copy(mode: Any, *args: Any, **kwargs: Any) -> None:
+    _not_in_eager("hl.make_async_remote_copy")
+
+
+def remote_barrier(mode: Any, *args: Any, **kwargs: Any) -> None:
+    _not_in_eager("hl.remote_barrier")

@@ -230,3 +230,68 @@ def _env_timeout() -> float:
     from helion_distributed import _env
 
     return _env.timeout_s()
+
+
+# -- remote copies (hl.make_async_remote_copy, hl.remote_barrier) ------------------------------
+
+
+def remote_put(
+    source: torch.Tensor, destination: torch.Tensor, peer_pad: torch.Tensor, word: int
+) -> None:
+    """Copy ``source`` into ``destination`` (a peer's memory, same numel), then count one
+    arrival in ``peer_pad[word]`` (a sequentially consistent add: it releases the copy)."""
+    if source.numel() != destination.numel():
+        raise ValueError(
+            f"a remote copy of {source.numel()} elements into a region of {destination.numel()}"
+        )
+    destination.view(-1).copy_(source.reshape(-1))
+    Words(peer_pad).add(word, 1)
+
+
+def consume(
+    pad: torch.Tensor,
+    word: int,
+    count: int,
+    describe: Any,
+) -> None:
+    """Wait until ``pad[word]`` counts ``count`` arrivals and take them (arrivals beyond them
+    stay for the next wait). ``describe(elapsed, current)`` builds the timeout error."""
+    words = Words(pad)
+
+    def take() -> bool:
+        current = words.load(word)
+        return current >= count and words.cas(word, current, current - count) == current
+
+    _spin.spin_until(take, lambda elapsed: describe(elapsed, words.load(word)))
+
+
+def remote_barrier(
+    pads: Sequence[torch.Tensor],
+    rank: int,
+    peers: Sequence[int],
+    words: Sequence[int],
+    what: str,
+) -> None:
+    """Two phases (one word each): signal every listed peer, then wait for as many signals on
+    this rank's pad."""
+    from helion_distributed import symm_mem
+
+    found = symm_mem.locate_pad(pads[rank])
+    group = found[1] if found is not None else "?"
+    for phase, word in enumerate(words):
+        for peer in peers:
+            Words(pads[peer]).add(word, 1)
+
+        def missing(
+            elapsed: float, current: int, phase: int = phase, word: int = word
+        ) -> DistributedTimeout:
+            return DistributedTimeout(
+                f"rank {rank} of group {group!r} timed out after {elapsed:.1f}s in {what} (phase "
+                f"{phase + 1} of 2): {max(current, 0)} of the {len(peers)} signals from ranks "
+                f"{list(peers)} arrived (word {word} of the kernel's workspace pad)",
+                rank=rank,
+                missing_ranks=list(peers) if current <= 0 else [],
+                what=what,
+            )
+
+        consume(pads[rank], word, len(peers), missing)

@@ -11,6 +11,7 @@ from helion import exc
 from helion.backends.ref.lowerings import _basic_index
 from helion_distributed import _host_impl
 from helion_distributed import language as dl
+from helion_distributed import remote_copy as rc
 from helion_distributed.errors import DistributedError
 
 
@@ -120,6 +121,75 @@ def _reduce_scatter(ex: Any, node: Any, inputs: list) -> Any:
     )
 
 
+# -- remote copies -------------------------------------------------------------------------------
+
+
+def _remote_word(node: Any, inputs: list, offset: int = 0) -> int:
+    """The node's completion word: (flat grid tile id * words per tile + site) % capacity."""
+    flat = 0
+    scale = 1
+    for position in node.attrs["grid"]:
+        tile = inputs[position]
+        step = max(int(tile.block_size), 1)
+        flat += (int(tile.begin) - int(tile.range_begin)) // step * scale
+        scale *= -(-(int(tile.range_end) - int(tile.range_begin)) // step)
+    plan = node.attrs["plan"]
+    return (flat * plan.words + node.attrs["word"] + offset) % plan.capacity
+
+
+def _peer(node: Any, operand: Any, inputs: list, what: str) -> int:
+    peer = _scalar(operand, inputs)
+    world = node.attrs["world_size"]
+    if not 0 <= peer < world:
+        raise DistributedError(f"{what}: rank {peer} is not in the group (size {world})")
+    return peer
+
+
+@_located
+def _remote_copy_start(ex: Any, node: Any, inputs: list) -> None:
+    attrs = node.attrs
+    peer = _peer(node, attrs["device"], inputs, "hl.make_async_remote_copy device_id")
+    source = ex.host[attrs["src"].index][_basic_index(ex, attrs["src_items"], inputs)]
+    target = ex.host[attrs["dst_peers"][peer].index]
+    destination = target[_basic_index(ex, attrs["dst_items"], inputs)]
+    pad = ex.host[attrs["pads"][peer].index]
+    _host_impl.remote_put(source, destination, pad, _remote_word(node, inputs))
+
+
+@_located
+def _remote_copy_wait(ex: Any, node: Any, inputs: list) -> None:
+    # start() copies synchronously on the host: the source is reusable once it returns
+    if node.attrs["kind"] == "send":
+        return
+    rank = node.attrs["rank"]
+    pad = ex.host[node.attrs["pads"][rank].index]
+    word = _remote_word(node, inputs)
+    method = "wait_recv" if node.attrs["kind"] == "recv" else "wait"
+    what = f"AsyncCopyDescriptor.{method}() of hl.make_async_remote_copy"
+
+    def missing(elapsed: float, current: int) -> Any:
+        from helion_distributed.errors import DistributedTimeout
+
+        return DistributedTimeout(
+            f"rank {rank} timed out after {elapsed:.1f}s in {what}: no transfer arrived (word "
+            f"{word} of the kernel's workspace pad holds {current}; the rank that pushes to this "
+            "one through the same descriptor never started it)",
+            rank=rank,
+            what=what,
+        )
+
+    _host_impl.consume(pad, word, 1, missing)
+
+
+@_located
+def _remote_barrier(ex: Any, node: Any, inputs: list) -> None:
+    attrs = node.attrs
+    peers = [_peer(node, p, inputs, "hl.remote_barrier") for p in attrs["peers"]]
+    pads = [ex.host[arg.index] for arg in attrs["pads"]]
+    words = (_remote_word(node, inputs), _remote_word(node, inputs, 1))
+    _host_impl.remote_barrier(pads, attrs["rank"], peers, words, "hl.remote_barrier")
+
+
 REF_LOWERINGS: dict[Any, Callable] = {
     dl.signal_op: _signal,
     dl.wait_op: _wait,
@@ -127,4 +197,7 @@ REF_LOWERINGS: dict[Any, Callable] = {
     dl.all_reduce_op: _all_reduce,
     dl.all_gather_op: _all_gather,
     dl.reduce_scatter_op: _reduce_scatter,
+    rc.start_op: _remote_copy_start,
+    rc.wait_op: _remote_copy_wait,
+    rc.remote_barrier_op: _remote_barrier,
 }

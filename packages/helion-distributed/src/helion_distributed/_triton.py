@@ -27,6 +27,7 @@ import torch
 
 from helion_distributed import _env
 from helion_distributed import language as dl
+from helion_distributed import remote_copy as rc
 
 # spins per second of timeout: the interpreter runs a spin iteration in ~250 us, a GPU in ~1 us
 _SPINS_PER_SECOND_INTERPRETED = 4_000
@@ -351,6 +352,139 @@ def _reduce_scatter(ctx: Any, node: Any) -> str:
     return ctx.cast(acc, dtype, _compute_dtype(dtype))
 
 
+# -- remote copies (hl.make_async_remote_copy, hl.remote_barrier) -------------------------------
+
+_PUT_CHUNK = 256
+
+_PUT = """
+@triton.jit
+def _helion_dist_put(src, dst, n, CHUNK: tl.constexpr):
+    # copy n contiguous elements from src to dst (a peer's memory), CHUNK lanes at a time
+    for start in range(0, n, CHUNK):
+        lanes = start + tl.arange(0, CHUNK)
+        inside = lanes < n
+        tl.store(dst + lanes, tl.load(src + lanes, mask=inside), mask=inside)
+"""
+
+_CONSUME = """
+@triton.jit
+def _helion_dist_consume(ptr, count, limit, err_ptr, err_code):
+    # wait until the word at ptr counts `count` arrivals, then take them (later arrivals stay);
+    # bounded like _helion_dist_handshake
+    failed = tl.atomic_add(err_ptr, 0, sem="acquire", scope="sys")
+    if failed == 0:
+        spins = 0
+        current = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+        while (current < count) & (spins < limit):
+            current = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+            spins += 1
+        if current >= count:
+            tl.atomic_add(ptr, -count, sem="relaxed", scope="sys")
+        else:
+            tl.atomic_xchg(err_ptr, err_code, sem="release", scope="sys")
+"""
+
+
+def _remote_word(ctx: Any, node: Any, offset: int = 0) -> str:
+    plan = node.attrs["plan"]
+    slot = _slot(ctx, node)
+    word = node.attrs["word"] + offset
+    return ctx.assign(f"({slot} * {plan.words} + {word}) % {plan.capacity}", "remote_word")
+
+
+def _region(ctx: Any, node: Any, tensor: Any, items: tuple) -> tuple[str, str | None]:
+    """The element offset of a remote-copy region and its number of tile rows (None: one row)."""
+    terms = []
+    rows = None
+    for dim, item in enumerate(items):
+        stride = int(tensor.stride[dim])
+        if item[0] == "const":
+            terms.append(str(item[1] * stride))
+        elif item[0] == "scalar":
+            terms.append(f"{ctx.operand(node.inputs[item[1]], torch.int64)} * {stride}")
+        else:
+            tile = ctx.tile_vars(node.inputs[item[1]])
+            start = tile.offset if tile.offset is not None else tile.begin
+            terms.append(f"{start} * {stride}")
+            rows = f"tl.minimum({tile.step}, {tile.end} - {start})"
+    return ctx.assign(" + ".join(terms) if terms else "0", "region"), rows
+
+
+def _peer_branches(ctx: Any, node: Any, operand: Any) -> list[tuple[int, str | None]]:
+    """(rank, condition) for each rank the peer operand may be; a constant needs no test."""
+    if not isinstance(operand, tuple):
+        return [(int(operand), None)]
+    peer = ctx.assign(ctx.operand(node.inputs[operand[1]], torch.int32), "peer")
+    return [(r, f"{peer} == {r}") for r in range(node.attrs["world_size"])]
+
+
+def _emit_for_peers(ctx: Any, node: Any, operand: Any, body: Callable[[int], None]) -> None:
+    for rank, condition in _peer_branches(ctx, node, operand):
+        if condition is None:
+            body(rank)
+            continue
+        ctx.emit(f"if {condition}:")
+        with ctx.indented():
+            body(rank)
+
+
+def _signal_add(ctx: Any, node: Any, peer: int, word: str) -> None:
+    pad = ctx.tensor_param(node.attrs["pads"][peer].index)
+    ctx.emit(f'tl.atomic_add({pad} + {word}, 1, sem="release", scope="sys")')
+
+
+def _consume(ctx: Any, node: Any, word: str, count: int, peer: int | None) -> None:
+    pad = node.attrs["pads"][node.attrs["rank"]]
+    ctx.helper("_helion_dist_consume", _CONSUME)
+    ctx.emit(
+        f"_helion_dist_consume({ctx.tensor_param(pad.index)} + {word}, {count}, {_spin_limit(ctx)}, "
+        f"{_error_pointer(ctx, pad)}, {_error_code(peer)})"
+    )
+
+
+def _remote_copy_start(ctx: Any, node: Any) -> None:
+    attrs = node.attrs
+    word = _remote_word(ctx, node)
+    src_offset, rows = _region(ctx, node, attrs["src"], attrs["src_items"])
+    dst_offset, _ = _region(ctx, node, attrs["dst_peers"][0], attrs["dst_items"])
+    count = str(attrs["row_numel"]) if rows is None else f"{rows} * {attrs['row_numel']}"
+    count = ctx.assign(count, "count")
+    source = f"{ctx.tensor_param(attrs['src'].index)} + {src_offset}"
+    ctx.helper("_helion_dist_put", _PUT)
+    ctx.emit("tl.debug_barrier()")  # every thread's earlier writes of the source are done
+
+    def push(peer: int) -> None:
+        target = f"{ctx.tensor_param(attrs['dst_peers'][peer].index)} + {dst_offset}"
+        ctx.emit(f"_helion_dist_put({source}, {target}, {count}, {_PUT_CHUNK})")
+        ctx.emit("tl.debug_barrier()")  # the whole region is written before it is announced
+        _signal_add(ctx, node, peer, word)
+
+    _emit_for_peers(ctx, node, attrs["device"], push)
+
+
+def _remote_copy_wait(ctx: Any, node: Any) -> None:
+    # the issuing program copies in start(): its loads of the source are complete, so the send
+    # side only needs every thread past them
+    if node.attrs["kind"] != "send":
+        _consume(ctx, node, _remote_word(ctx, node), 1, None)
+    ctx.emit("tl.debug_barrier()")
+
+
+def _remote_barrier(ctx: Any, node: Any) -> None:
+    peers = node.attrs["peers"]
+    known = [p for p in peers if not isinstance(p, tuple)]
+    missing = known[0] if len(peers) == 1 and known else None
+    ctx.emit("tl.debug_barrier()")
+    for phase in range(2):
+        word = _remote_word(ctx, node, phase)
+        for operand in peers:
+            _emit_for_peers(
+                ctx, node, operand, lambda peer, word=word: _signal_add(ctx, node, peer, word)
+            )
+        _consume(ctx, node, word, len(peers), missing)
+    ctx.emit("tl.debug_barrier()")
+
+
 def triton_lowerings() -> dict[Any, Callable]:
     return {
         dl.signal_op: _signal,
@@ -359,4 +493,7 @@ def triton_lowerings() -> dict[Any, Callable]:
         dl.all_reduce_op: _all_reduce,
         dl.all_gather_op: _all_gather,
         dl.reduce_scatter_op: _reduce_scatter,
+        rc.start_op: _remote_copy_start,
+        rc.wait_op: _remote_copy_wait,
+        rc.remote_barrier_op: _remote_barrier,
     }

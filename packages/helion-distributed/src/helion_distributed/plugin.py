@@ -2,7 +2,8 @@
 
 The plugin provides language ops (``hl.signal``, ``hl.wait``, ``hl.peer_barrier``,
 ``hl.all_reduce``, ``hl.all_gather``, ``hl.reduce_scatter``, ``hl.peer_tensors``,
-``hl.signal_pads``, ``hl.symm_mem``) and their lowerings for the ref and Triton backends; no
+``hl.signal_pads``, ``hl.symm_mem``, ``hl.make_async_remote_copy``, ``hl.AsyncCopyDescriptor``,
+``hl.remote_barrier``) and their lowerings for the ref and Triton backends; no
 backend of its own. Imports are lazy so plugin discovery stays cheap.
 """
 
@@ -17,8 +18,9 @@ from helion.plugins import hookimpl
 @hookimpl
 def helion_language_ops() -> list[Any]:
     from helion_distributed.language import LANGUAGE_OPS
+    from helion_distributed.remote_copy import REMOTE_COPY_LANGUAGE_OPS
 
-    return list(LANGUAGE_OPS)
+    return [*LANGUAGE_OPS, *REMOTE_COPY_LANGUAGE_OPS]
 
 
 @hookimpl

@@ -91,7 +91,7 @@ class PallasBackend(Backend):
             if node.op.structural:
                 continue
             if node.op not in table:
-                problems.append((node.op.name, node.loc, None))
+                problems.append((node.op.user_name, node.loc, None))
                 continue
             if node.op is ops.view_reshape and not reshape_supported(
                 node.inputs[0].shape, node.attrs["shape"]

@@ -587,7 +587,7 @@ class KernelCodegen:
             )
         rule = self.lowerings.get(node.op)
         if rule is None:
-            raise exc.BackendUnsupported(node.op.name, "pallas", loc=node.loc)
+            raise exc.BackendUnsupported(node.op.user_name, "pallas", loc=node.loc)
         try:
             result = rule(self, node)
         except exc.BaseError as error:

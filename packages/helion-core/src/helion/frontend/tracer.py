@@ -1094,6 +1094,14 @@ class Tracer:
             loc=self.current_loc(),
         )
 
+    def lift_computed(
+        self, resolver: Callable[[Sequence[Any]], torch.Tensor], tensor: torch.Tensor, name: str
+    ) -> HostTensor:
+        """A tensor derived from the kernel's arguments becomes a kernel argument of its own:
+        ``resolver(values)`` (``values``: the device inputs) computes it again at every launch;
+        ``tensor`` is its value for this trace."""
+        return self._add_lifted(("call", None, resolver), tensor, name=name)
+
     def _resolve_lifted(self, source: tuple) -> Any:
         return resolve_lifted([inp.value for inp in self.inputs], source)
 
@@ -1148,6 +1156,10 @@ _HOST_READS = (torch.Tensor.item, torch.Tensor.tolist)
 
 def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:
     kind, position, key = source
+    if kind == "call":
+        # computed from the arguments at every launch by a plugin op (helion-distributed's
+        # remote copies: peer views of a symmetric argument, compiler-owned signal pads)
+        return key(values)
     fn = values[position]
     if kind == "item":
         return fn[key]

@@ -49,6 +49,12 @@ class Op:
     def __repr__(self) -> str:
         return f"Op({self.name})"
 
+    @property
+    def user_name(self) -> str:
+        """How errors name the op: its public function where ``doc`` gives one (a plugin's
+        "hl.signal"), else its IR name."""
+        return self.doc or self.name
+
     __hash__ = object.__hash__
 
 

@@ -21,6 +21,9 @@ KNOWN_PROVIDERS = {
         "peer_tensors",
         "signal_pads",
         "symm_mem",
+        "make_async_remote_copy",
+        "remote_barrier",
+        "AsyncCopyDescriptor",
     )
 }
 

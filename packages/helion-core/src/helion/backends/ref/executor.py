@@ -195,7 +195,7 @@ class RefExecutor:
             return
         rule = self.lowerings.get(node.op)
         if rule is None:
-            raise exc.BackendUnsupported(node.op.name, "ref", loc=node.loc)
+            raise exc.BackendUnsupported(node.op.user_name, "ref", loc=node.loc)
         inputs = [self.value(env, i) for i in node.inputs]
         if node.op.elementwise:
             inputs = self.pad_partial_tiles(inputs)

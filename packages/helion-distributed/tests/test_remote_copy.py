@@ -1,0 +1,103 @@
+"""hl.make_async_remote_copy / hl.AsyncCopyDescriptor / hl.remote_barrier on CPU rank processes,
+on the ref backend and on Triton (its interpreter), compared exactly (the rank-side code is in
+remote_copy_ranks.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("helion_distributed")
+
+from helion_distributed.testing import run_ranks
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))  # the rank processes import remote_copy_ranks by name
+
+import remote_copy_ranks  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
+
+HAS_TRITON = (
+    importlib.util.find_spec("helion_triton") is not None
+    and importlib.util.find_spec("triton") is not None
+)
+BACKENDS = ["ref", "triton"] if HAS_TRITON else ["ref"]
+QUIET = {"PYTHONWARNINGS": "ignore", "HELION_DIST_TIMEOUT": "30"}
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pushes_ring_all_gather_and_explicit_destinations(backend: str, world_size: int) -> None:
+    """A one-shot push to (rank + 1) % ws then wait(); a ring all-gather reusing one descriptor
+    with wait_recv in a loop; a local source pushed into another (symmetric) tensor at another
+    index through a runtime device_id. Each is launched twice (cached workspace, reused words)."""
+    results = run_ranks(
+        remote_copy_ranks.transfers,
+        world_size,
+        timeout=180,
+        env={**QUIET, "HELION_BACKEND": backend},
+    )
+    for rank, result in enumerate(results):
+        assert result and all(result.values()), f"{backend} rank {rank}: {result}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_remote_barrier_is_peer_scoped(backend: str) -> None:
+    """Pairs (rank ^ 1) meet only each other: in the last call ranks 2 and 3 start only after
+    ranks 0 and 1 are done."""
+    results = run_ranks(
+        remote_copy_ranks.pairs, 4, timeout=180, env={**QUIET, "HELION_BACKEND": backend}
+    )
+    assert results == [[True] * 3] * 4, f"{backend}: {results}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clear_errors(backend: str) -> None:
+    (first, second) = run_ranks(
+        remote_copy_ranks.errors, 2, timeout=180, env={**QUIET, "HELION_BACKEND": backend}
+    )
+    for found in (first, second):
+        assert found["slice"].startswith("InvalidIndexingType")
+        assert "slices are not supported" in found["slice"]
+        assert "in sliced" in found["slice"]  # the kernel line
+        assert found["dtype"].startswith("TypeInferenceError")
+        assert "same dtype, got torch.int32 and torch.float32" in found["dtype"]
+        assert found["not_symmetric"].startswith("SymmetricMemoryError")
+        assert "symm_mem.empty" in found["not_symmetric"]
+        assert found["computed"].startswith("TypeInferenceError")
+        assert "computed tile cannot be pushed" in found["computed"]
+    # ref raises at the wait; a compiled kernel records it and check_timeouts() raises
+    assert first["timeout"].startswith("DistributedTimeout"), first["timeout"]
+    assert "rank 0" in first["timeout"]
+    if backend == "ref":
+        assert "wait_recv() of hl.make_async_remote_copy" in first["timeout"]
+        assert "in lonely" in first["timeout"]
+    else:
+        assert "lonely" in first["timeout"]
+
+
+def test_eager_mode_refuses_with_the_op_and_line(monkeypatch) -> None:
+    import helion.exc
+    from helion_distributed import _eager
+
+    with pytest.raises(helion.exc.BackendUnsupported) as error:
+        _eager.make_async_remote_copy(None)
+    text = str(error.value)
+    assert "hl.make_async_remote_copy" in text and "eager mode" in text
+    assert "test_remote_copy.py:" in text
+
+
+@pytest.mark.parametrize(("backend", "world_size"), [("ref", 3), (BACKENDS[-1], 2)])
+def test_example(backend: str, world_size: int) -> None:
+    results = run_ranks(
+        remote_copy_ranks.example,
+        world_size,
+        timeout=180,
+        env={**QUIET, "HELION_BACKEND": backend},
+    )
+    assert results == ["ok"] * world_size
