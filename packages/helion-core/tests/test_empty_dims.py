@@ -142,7 +142,7 @@ def _row_copy(x: torch.Tensor) -> torch.Tensor:
 
 
 class _PaddingBackend(RefBackend):
-    """A backend that, like CuTe, cannot load a slice of length 0 (it inherits
+    """A backend that cannot load a slice of length 0 (it inherits
     ref's `check` and runs with ref's executor)."""
 
     name = "padding-test"
@@ -193,16 +193,16 @@ def _installed(name: str) -> bool:
     )
 
 
-@pytest.mark.parametrize("fn, line", [(_row_sum, "x[tm, :].sum(-1)"), (_row_copy, "x[tm, :] * 2")])
-def test_cute_refuses_an_empty_slice_at_bind(fn, line):
-    # CuTe's code generator has no rule for such a slice (it looks its dimension up by a
-    # size of 0, which no block has); binding generates no code, so nothing can crash
+@pytest.mark.parametrize("fn", [_row_sum, _row_copy])
+def test_cute_compiles_an_empty_slice(fn):
+    # CuTe cannot launch here (no GPU): its own tests run the generated code on the host
+    # (packages/helion-cute/tests/test_zero_length_slices.py)
     if not _installed("cute"):
         pytest.skip("the cute backend is not installed here")
     kernel = helion.kernel(fn, backend="cute", autotune_effort="none")
-    with pytest.raises(exc.ZeroLengthSlice) as info:
-        kernel.bind((torch.randn(4, 0),))
-    assert info.value.loc is not None and line in info.value.loc.line()
+    bound = kernel.bind((torch.randn(4, 0),))
+    assert bound.backend.zero_length_slices
+    bound.compile_config(bound.config_spec.default_config())
 
 
 @pytest.mark.parametrize("backend", ["triton", "pallas"])

@@ -10,6 +10,13 @@ them in order on the caller's stream. Two program shapes exist:
   ``acc = 0; for k: acc = dot(x[m, k], y[k, n], acc); out[m, n] = epilogue(acc)`` with fp16/bf16
   operands runs on Hopper tensor cores (TMA loads, an mbarrier pipeline, wgmma).
 
+Empty dimensions (see ``Backend.zero_length_slices``): a loop whose static bounds hold no index
+(``hl.tile(k)`` with k == 0) is not emitted, an inner one passing its carried values through and
+a top-level one launching nothing (a top-level loop with run-time bounds is launched under a
+test of its extents, since CUDA refuses an empty grid). An access of a `:` slice of length 0
+touches no memory (:func:`helion_cute.memory.is_empty_access`), and the axis of such a slice has
+one padded lane and no valid element.
+
 Generated modules are plain Python files (the DSL compiles from source it can read back).
 """
 
@@ -72,6 +79,27 @@ class Generated:
 
 def _identifier(name: str) -> str:
     return re.sub(r"\W", "_", name)
+
+
+def static_bound(bound: Any) -> int | None:
+    """A loop bound's value when it is known when code is generated, else None."""
+    if isinstance(bound, bool):
+        return None
+    if isinstance(bound, int):
+        return bound
+    if isinstance(bound, sympy.Expr) and bound.is_Integer:
+        return int(bound)
+    return None
+
+
+def runs_no_iteration(loop: Node) -> bool:
+    """Whether a tile or grid loop has a dimension whose static bounds hold no index
+    (``hl.tile(k)`` of a dimension of size 0): the loop runs zero times."""
+    for begin, end in zip(loop.attrs["begins"], loop.attrs["ends"], strict=True):
+        low, high = static_bound(begin), static_bound(end)
+        if low is not None and high is not None and high <= low:
+            return True
+    return False
 
 
 class ModuleBuilder:
@@ -140,16 +168,19 @@ class ModuleBuilder:
                 raise exc.BackendUnsupported(
                     f"{node.op.name} outside a device loop", "cute", loc=node.loc
                 )
-        launches: list[tuple[str, str, int, str | None]] = []
+        launches: list[list[str]] = []
         loops = [n for n in self.ir.body.nodes if n.op is ops.grid_loop]
         for position, loop in enumerate(loops):
             name = f"{_identifier(self.ir.name)}_kernel{position}"
+            if runs_no_iteration(loop):
+                launches.append([f"# {name}: an empty grid, nothing to launch"])
+                continue
             plan = matmul.plan_matmul(self, loop, preamble)
             if plan is not None:
                 launch = matmul.MatmulEmitter(self, loop, preamble, name, plan).emit()
             else:
                 launch = KernelEmitter(self, loop, preamble, name).emit()
-            launches.append(launch)
+            launches.append(self._unless_empty(loop, launch))
         host_name = f"{_identifier(self.ir.name)}_host"
         w = self.w
         w.line()
@@ -159,6 +190,8 @@ class ModuleBuilder:
         with w.indent():
             for launch_lines in launches:
                 w.lines(launch_lines)
+            if all(text.startswith("#") for lines in launches for text in lines):
+                w.line("pass")  # every grid is empty
         return Generated(
             source=w.text(),
             host_name=host_name,
@@ -166,6 +199,17 @@ class ModuleBuilder:
             scalar_dtypes=[s.dtype for s in self.ir.scalar_args],
             notes=self.notes,
         )
+
+    def _unless_empty(self, loop: Node, launch: list[str]) -> list[str]:
+        """The launch of a top-level loop, under a test of the extents its bounds only give at
+        run time: CUDA refuses a grid of no program."""
+        tests = []
+        for begin, end in zip(loop.attrs["begins"], loop.attrs["ends"], strict=True):
+            if static_bound(begin) is None or static_bound(end) is None:
+                tests.append(f"({self.host_expr(end)}) > ({self.host_expr(begin)})")
+        if not tests:
+            return launch
+        return [f"if {' and '.join(tests)}:", *(f"    {text}" for text in launch)]
 
     def host_expr(self, bound: Any) -> str:
         """A loop bound as host code (an int or a scalar argument)."""
@@ -200,11 +244,17 @@ def collect_axes(ir: KernelIR, region: Block, options: CuteOptions) -> tuple[lis
     first_seen: list[sympy.Expr] = []
     before: dict[sympy.Expr, set[sympy.Expr]] = {}
     contraction: set[sympy.Expr] = set()
+    # `:` slices of length 0 share one symbol (x[tile, :, :] of shape (5, 0, 0)): their lanes
+    # hold nothing, so the dims of a value on it can be one axis
+    empty = {info.symbol for info in ir.block_sizes if info.empty}
 
     def visit(value: Value) -> None:
         if not isinstance(value.type, TensorType):
             return
         keys = [canonical_key(ir, d) for d in value.shape if d != 1]
+        repeated = {k for k in keys if keys.count(k) > 1}
+        if repeated and repeated <= empty:
+            keys = list(dict.fromkeys(keys))
         if len(set(keys)) != len(keys):
             raise exc.BackendUnsupported(
                 f"a value whose dimensions share one size symbol ({value.type})",
@@ -259,6 +309,8 @@ def _axis_extent(ir: KernelIR, key: sympy.Expr, options: CuteOptions) -> tuple[i
         return next_power_of_2(int(key)), int(key)
     for info in ir.block_sizes:
         if info.symbol == key:
+            if info.empty:
+                return 1, 0  # a `:` slice of length 0: one padded lane, masked off
             block = options.block_sizes[info.block_id]
             return next_power_of_2(block), block
     raise exc.BackendUnsupported(f"the size {key}", "cute")
@@ -338,6 +390,10 @@ class KernelEmitter:
 
     def shape(self, axes: frozenset) -> tuple[int, ...]:
         return self.layout.shape(axes)
+
+    def is_empty_axis(self, key: sympy.Expr) -> bool:
+        """Whether an axis has no element: that of a `:` slice of length 0."""
+        return key in self.layout.index and self.layout.axis(key).valid == 0
 
     def operand(self, operand: Any) -> Any:
         if isinstance(operand, Value):
@@ -653,6 +709,12 @@ class KernelEmitter:
             else:
                 self.line(f"{name} = {self.convert(value, dtype)}")
                 carried.append(CVal(name, "scalar", dtype))
+        if runs_no_iteration(node):
+            # the carried values pass through; the body (and its accesses) is not emitted
+            self.line(f"# tile loop over block(s) {block_ids}: empty bounds, no iteration")
+            for out, cval in zip(node.outputs, carried, strict=False):
+                self.bind(out, cval)
+            return
         order = list(self.options.loop_orders.get(attrs["loop_id"], range(ndim)))
         if sorted(order) != list(range(ndim)):
             order = list(range(ndim))

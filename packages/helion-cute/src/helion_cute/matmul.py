@@ -35,6 +35,7 @@ from helion.ir.core import Node
 from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion_cute.codegen import runs_no_iteration
 from helion_cute.source import CodeWriter
 from helion_cute.source import cutlass_type
 from helion_cute.source import literal
@@ -103,6 +104,8 @@ def plan_matmul(module: Any, loop: Node, preamble: list[Node]) -> MatmulPlan | N
         return None
     if not isinstance(k_loop.attrs["ends"][0], int):
         return None
+    if runs_no_iteration(k_loop):
+        return None  # K == 0: the SIMT program skips the loop and stores the zeros
     init = k_loop.inputs[0]
     if (
         not isinstance(init, Value)

@@ -11,6 +11,12 @@ only correct when a chunk is entirely in or out, which :func:`op_width` guarante
 Everything static about a chunk (its register offset, the static part of its memory offset,
 its local coordinates along masked axes) is written to module-level tables, so the generated
 loop over chunks stays a few lines long.
+
+An access that addresses no element (:func:`is_empty_access`: a `:` slice of length 0 such as
+``x[tile, :]`` of a dimension of size 0, or a tensor with no element) emits no memory
+instruction: a load is a fragment of zeros, a store writes nothing and an atomic returns zeros.
+Padding the empty dimension to its one register lane and copying would touch memory that does
+not exist.
 """
 
 from __future__ import annotations
@@ -73,9 +79,23 @@ def _loop_bounds(ir: KernelIR, block_id: int) -> tuple[Any, Any]:
 
 def _reduction_symbol(ir: KernelIR, length: int) -> sympy.Expr:
     for info in ir.block_sizes:
-        if info.kind == "reduction" and info.size_hint == length:
+        # the block of a length-0 slice has its size hint clamped to 1 (block sizes are positive)
+        if info.kind == "reduction" and (info.empty if length == 0 else info.size_hint == length):
             return info.symbol
     raise exc.InternalError(f"cute codegen: no reduction dim of size {length}")
+
+
+def is_empty_access(node: Node) -> bool:
+    """Whether a memory op addresses no element: one of its items is a `:` slice of length 0,
+    or its tensor has none (``x[tm, tk]`` of an ``x`` of shape (37, 0) in a loop whose bounds
+    are only known at run time)."""
+    if 0 in node.attrs["tensor"].shape:
+        return True
+    return any(item[0] == "full" and int(item[2]) == 0 for item in node.attrs.get("items") or ())
+
+
+def _describe_access(node: Node) -> str:
+    return f"{node.op.name} of {node.attrs['tensor'].name}"
 
 
 def tile_alignment(ir: KernelIR, block_id: int, block_size: int) -> int:
@@ -160,7 +180,7 @@ def layout_vector_width(emitter: Any, axes: list[Axis]) -> int:
     best = 1
     module = emitter.module
     for node in emitter.loop.regions[0].walk():
-        if node.op.memory not in ("load", "store"):
+        if node.op.memory not in ("load", "store") or is_empty_access(node):
             continue
         dims = static_dims(module.ir, node, module.options.block_sizes)
         mask_axes = _mask_axes(node)
@@ -373,6 +393,9 @@ def emit_load(ctx: Any, node: Node, args: list) -> CVal:
     tensor = node.attrs["tensor"]
     dtype = tensor.dtype
     out_axes = ctx.axes_of(node.output)
+    if is_empty_access(node):
+        ctx.line(f"# {_describe_access(node)}: no element, reads nothing")
+        return _zeros(ctx, out_axes, dtype)
     mask = args[node.attrs["mask"]] if node.attrs.get("mask") is not None else None
     dims = _dims(ctx, node, args)
     for dim in dims:
@@ -419,6 +442,13 @@ def emit_load(ctx: Any, node: Node, args: list) -> CVal:
     return CVal(name, "frag", dtype, out_axes)
 
 
+def _zeros(ctx: Any, axes: frozenset, dtype: torch.dtype) -> CVal:
+    """What an access of no element gives: zeros (a masked-off lane reads 0 elsewhere too)."""
+    if not axes:
+        return ctx.define("v", literal(0, dtype), kind="scalar", dtype=dtype)
+    return ctx.define("v", ctx.full_frag(0, axes, dtype), kind="frag", dtype=dtype, axes=axes)
+
+
 def _ownership(ctx: Any, axes: frozenset) -> list[str]:
     """Predicates that pick one thread among those holding copies of a value over ``axes``."""
     parts = []
@@ -436,6 +466,9 @@ def _ownership(ctx: Any, axes: frozenset) -> list[str]:
 
 
 def emit_store(ctx: Any, node: Node, args: list) -> None:
+    if is_empty_access(node):
+        ctx.line(f"# {_describe_access(node)}: no element, writes nothing")
+        return
     tensor = node.attrs["tensor"]
     dtype = tensor.dtype
     value = args[node.attrs["value"]]
@@ -532,6 +565,9 @@ def emit_atomic(ctx: Any, node: Node, args: list) -> CVal:
     sem = node.attrs.get("sem", "relaxed")
     value = args[node.attrs["value"]]
     out_axes = ctx.axes_of(node.output)
+    if is_empty_access(node):
+        ctx.line(f"# {_describe_access(node)}: no element, updates nothing")
+        return _zeros(ctx, out_axes, dtype)
     dims = _dims(ctx, node, args)
     own = _ownership(ctx, out_axes)
     old = ctx.fresh("old")
@@ -598,6 +634,8 @@ def staged_loads(region: Any) -> set[int]:
     for node in region.walk():
         if node.op.memory != "load" or node.attrs.get("mask") is not None:
             continue
+        if is_empty_access(node):
+            continue  # a fill of zeros, not a copy
         out = node.output
         simple = all(item[0] in ("tile", "full", "const", "scalar") for item in node.attrs["items"])
         if out.id in dot_operands and users.get(out.id) == 1 and out.type.ndim == 2 and simple:

@@ -266,6 +266,17 @@ def emit_dot(ctx: Any, node: Node, args: list) -> CVal:
     compute = torch.int32 if a_value.dtype == torch.int8 else torch.float32
     stage_type = cutlass_type(compute)
     out_axes = ctx.axes_of(out)
+    if ctx.is_empty_axis(k_key):
+        # a contraction over a `:` slice of length 0 adds nothing: the result is the accumulator
+        ctx.line("# dot over a dimension of size 0: the accumulator, or zeros")
+        total = acc if acc is not None else 0
+        return ctx.define(
+            "v",
+            ctx.full_frag(total, out_axes, out.dtype),
+            kind="frag",
+            dtype=out.dtype,
+            axes=out_axes,
+        )
 
     def extent(key: Any) -> int:
         return layout.axis(key).size if key != 1 else 1
