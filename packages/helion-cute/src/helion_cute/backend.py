@@ -73,7 +73,7 @@ class CuteBackend(Backend):
                 problems.append((f"tensors of dtype {arg.dtype} ({arg.name})", None))
         for node in ir.walk():
             if not node.op.structural and node.op not in CUTE_LOWERINGS:
-                problems.append((node.op.name, node.loc))
+                problems.append((node.op.user_name, node.loc))
                 continue
             for out in node.outputs:
                 if hasattr(out.type, "dtype") and out.dtype not in SUPPORTED_DTYPES:

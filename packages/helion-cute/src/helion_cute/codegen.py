@@ -668,7 +668,7 @@ class KernelEmitter:
             return
         rule = CUTE_LOWERINGS.get(node.op)
         if rule is None:
-            raise exc.BackendUnsupported(node.op.name, "cute", loc=node.loc)
+            raise exc.BackendUnsupported(node.op.user_name, "cute", loc=node.loc)
         args = [self.operand(i) for i in node.inputs]
         try:
             result = rule(self, node, args)

@@ -94,7 +94,7 @@ class TritonBackend(Backend):
                 hint = f"the kernel also uses {', '.join(n for n in names if n != node.op.name)}, which lack Triton lowerings"
             elif node.op.provider != "helion-core":
                 hint = f"{node.op.name} comes from {node.op.provider}, which has no lowering for 'triton'"
-            raise exc.BackendUnsupported(node.op.name, self.name, loc=node.loc, hint=hint)
+            raise exc.BackendUnsupported(node.op.user_name, self.name, loc=node.loc, hint=hint)
 
     def tunables(self, ir: KernelIR, spec: Any, device: torch.device) -> None:
         from helion_triton.analysis import analyze
