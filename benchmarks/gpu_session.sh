@@ -10,6 +10,7 @@
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
+#   bash benchmarks/gpu_session.sh conformance OUT  # helion.testing's cases on the GPU (Triton, Pallas, CuTe)
 #   bash benchmarks/gpu_session.sh variants OUT  # benchmarks/variant_probe.py (QUESTIONS picks them)
 #   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
 #                                                # KERNELS raced against torch.compile in interleaved rounds
@@ -84,6 +85,17 @@ case "$phase" in
       --rounds "${ROUNDS:-7}" --json "$out/flush.json" --fresh-tune --autotune-log "$out/tune" \
       --extra 'rms_norm={"block_sizes": [1], "reduction_loops": [null], "num_warps": 16, "num_stages": 1, "indexing": ["block_ptr", "pointer", "pointer"], "load_eviction_policies": ["first", "last"]}'
     tar czf "$out/flush_tune_logs.tgz" -C "$out" tune  # subdirectories' files do not come back
+    ;;
+  conformance)  # core's conformance cases (helion.testing) on the GPU: Triton, Pallas, and CuTe
+                # when the DSL is staged (shared/tools/stage-cutlass.sh), with CuTe's test kernels
+    TAIL=8 step conformance_triton 300 python3 benchmarks/conformance_gpu.py --backend triton
+    TAIL=8 step conformance_pallas 200 python3 benchmarks/conformance_gpu.py --backend pallas
+    if python3 -c "import cutlass" 2>/dev/null; then
+      TAIL=8 step conformance_cute 300 python3 benchmarks/conformance_gpu.py --backend cute
+      TAIL=8 step cute_gpu 200 python3 benchmarks/cute_gpu.py --test-kernels
+    else
+      echo "== conformance_cute: skipped, the CuTe DSL is not staged on this machine"
+    fi
     ;;
   variants)  # QUESTIONS="nan_max rope": benchmarks/variant_probe.py's questions (all when unset)
     TAIL=60 step variant_probe 540 python3 benchmarks/variant_probe.py ${QUESTIONS:-}
