@@ -1,10 +1,15 @@
-"""Triton lowerings of the escape hatches: ``hl.inline_triton`` and ``hl.inline_asm_elementwise``.
+"""Triton lowerings of the escape hatches: ``hl.inline_triton``, ``hl.triton_kernel`` and
+``hl.inline_asm_elementwise``.
 
 An inline snippet is emitted where it stands. Its placeholders become the generated names of
 their arguments; names the snippet assigns are renamed to fresh ones, so that they cannot clobber
 the kernel's own variables; the last line's value is bound to the outputs, whose dtype and shape
 are checked with ``tl.static_assert`` (a wrong snippet fails when Triton compiles it, with a
 message that names the op).
+
+A ``hl.triton_kernel`` call is a call of a ``@triton.jit`` function that is defined once at
+module scope, together with the jit functions, modules and constexprs it uses (Triton's own
+functions are reached through their modules); the outputs are checked the same way.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from helion import exc
 from helion.ir.core import Node
 from helion.language import _ops as ops
+from helion_triton.codegen import RESERVED
 from helion_triton.codegen import atom
 from helion_triton.codegen import literal
 from helion_triton.lowerings import triton_lowering
@@ -83,19 +90,23 @@ def _inline_triton(ctx: Any, node: Node) -> str | None:
         ctx.emit(line)
     if last is None:
         return None
+    return _bind_outputs(ctx, node, last, "hl.inline_triton")
+
+
+def _bind_outputs(ctx: Any, node: Node, value: str, api: str) -> str:
+    """Bind ``value`` (an expression giving the outputs) to fresh names and check them."""
     outs = node.outputs
-    names = [ctx.fresh(f"inline_{i}" if len(outs) > 1 else "inline") for i in range(len(outs))]
+    base = "inline" if node.op is ops.inline_triton else "result"
+    names = [ctx.fresh(f"{base}_{i}" if len(outs) > 1 else base) for i in range(len(outs))]
     if node.attrs["multi"]:
         ctx.emit(
-            f"{', '.join(names)}, = {last}" if len(names) == 1 else f"{', '.join(names)} = {last}"
+            f"{', '.join(names)}, = {value}" if len(names) == 1 else f"{', '.join(names)} = {value}"
         )
     else:
-        ctx.emit(f"{names[0]} = {last}")
+        ctx.emit(f"{names[0]} = {value}")
     for position, (out, name) in enumerate(zip(outs, names, strict=True)):
         tl_dtype = ctx.tl(out.dtype)
-        label = (
-            f"hl.inline_triton output {position}" if len(outs) > 1 else "hl.inline_triton output"
-        )
+        label = f"{api} output {position}" if len(outs) > 1 else f"{api} output"
         if not out.shape:
             # a 0-D output may be a Python number: make it a typed scalar
             ctx.emit(f"{name} = tl.cast({name}, {tl_dtype})")
@@ -109,6 +120,84 @@ def _inline_triton(ctx: Any, node: Node) -> str | None:
             )
         ctx.exprs[out.id] = name
     return names[0]
+
+
+# -- hl.triton_kernel ----------------------------------------------------------------------------
+
+# module names the generated code itself may use, and the modules they must be
+_KNOWN_MODULES = {
+    "torch": "torch",
+    "triton": "triton",
+    "tl": "triton.language",
+    "math": "math",
+    "libdevice": "triton.language.extra.libdevice",
+}
+_HEADER = ("torch", "triton", "tl")  # imported by every generated module
+
+
+def _definition_source(ctx: Any, node: Node, name: str, kind: str, payload: Any) -> str | None:
+    """Module-level source of one definition a called function needs (None: already there)."""
+    known = _KNOWN_MODULES.get(name)
+    if kind == "module" and (known is None or known == payload):
+        if name in _HEADER:
+            return None
+        return f"import {payload}" if payload == name else f"import {payload} as {name}"
+    if known is not None or name in RESERVED or name.startswith("_helion_"):
+        raise exc.InvalidAPIUsage(
+            f"hl.triton_kernel: {name!r} cannot be defined at module scope of the generated "
+            "Triton module (the name is taken by the generated code); rename it",
+            loc=node.loc,
+        )
+    if name == ctx.launcher_name:
+        raise exc.InvalidAPIUsage(
+            f"hl.triton_kernel: {name!r} is the name of the kernel's launcher in the generated "
+            "module; rename the Triton function (or the kernel)",
+            loc=node.loc,
+        )
+    if kind == "constexpr":
+        return f"{name} = tl.constexpr({payload})"
+    return f"@triton.jit\n{payload}"
+
+
+def _module_scope(ctx: Any, node: Node) -> str:
+    """Define the called function and what it needs once; the name the kernel calls it by."""
+    function = node.attrs["function"]
+    for name, kind, payload in function.definitions:
+        source = _definition_source(ctx, node, name, kind, payload)
+        if source is None:
+            continue
+        existing = ctx.helpers.get(name)
+        if existing is not None:
+            if existing != source:
+                raise exc.InvalidAPIUsage(
+                    f"hl.triton_kernel: two different definitions are both named {name!r} at "
+                    "module scope of the generated Triton module; rename one of them",
+                    loc=node.loc,
+                )
+            continue
+        # a kernel variable named like a module-level function hides it inside the kernel: the
+        # kernel calls such a function through an alias with a name of its own
+        hidden = name in ctx.names.used
+        ctx.helper(name, source)
+        ctx.names.used.add(name)
+        if hidden and kind == "function":
+            alias = ctx.fresh(name)
+            ctx.helper(alias, f"{alias} = {name}")
+    for name, source in ctx.helpers.items():
+        if source == f"{name} = {function.name}":
+            return name
+    return function.name
+
+
+@triton_lowering(ops.triton_kernel)
+def _triton_kernel(ctx: Any, node: Node) -> str | None:
+    callee = _module_scope(ctx, node)
+    args = ", ".join(_placeholder_text(ctx, node, p) for p in node.attrs["args"])
+    call = f"{callee}({args})"
+    if not node.outputs:
+        ctx.emit(call)
+        return None
+    return _bind_outputs(ctx, node, call, "hl.triton_kernel")
 
 
 @triton_lowering(ops.inline_asm)

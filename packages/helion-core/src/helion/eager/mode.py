@@ -718,12 +718,23 @@ class EagerMode:
     def hl_inline_triton(self, triton_source: Any, args: Any, output_like: Any) -> Any:
         from helion.eager import special_ops
 
-        raise special_ops.triton_only("inline_triton", special_ops.INLINE_TRITON_HINT)
+        raise special_ops.triton_only(
+            "inline_triton", special_ops.INLINE_TRITON_HINT, loc=_kernel_line(self.kernel)
+        )
+
+    def hl_triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
+        from helion.eager import special_ops
+
+        raise special_ops.triton_only(
+            "triton_kernel", special_ops.INLINE_TRITON_HINT, loc=_kernel_line(self.kernel)
+        )
 
     def hl_inline_asm_elementwise(self, *args: Any) -> Any:
         from helion.eager import special_ops
 
-        raise special_ops.triton_only("inline_asm_elementwise", special_ops.INLINE_ASM_HINT)
+        raise special_ops.triton_only(
+            "inline_asm_elementwise", special_ops.INLINE_ASM_HINT, loc=_kernel_line(self.kernel)
+        )
 
     def hl_scan(self, kind: str, input: Any, dim: int, reverse: bool = False) -> torch.Tensor:
         self._device_only("scan")

@@ -62,9 +62,11 @@ def dot_scaled(
         raise exc.ShapeMismatch(f"hl.dot_scaled: {error}") from None
 
 
-def triton_only(api: str, hint: str) -> exc.BackendUnsupported:
-    """The error for an escape hatch (Triton code) met in eager mode."""
-    return exc.BackendUnsupported(f"hl.{api}", "eager", hint=hint)
+def triton_only(
+    api: str, hint: str, loc: exc.SourceLocation | None = None
+) -> exc.BackendUnsupported:
+    """The error for an escape hatch (Triton code) met in eager mode, at the kernel's line."""
+    return exc.BackendUnsupported(f"hl.{api}", "eager", hint=hint, loc=loc)
 
 
 INLINE_TRITON_HINT = (

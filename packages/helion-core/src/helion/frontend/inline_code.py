@@ -1,6 +1,6 @@
-"""Tracing the escape hatches `hl.inline_triton` and `hl.inline_asm_elementwise`.
+"""Tracing the escape hatches `hl.inline_triton`, `hl.triton_kernel`, `hl.inline_asm_elementwise`.
 
-Both put user-written backend code into the kernel. The tracer checks what it can (argument
+All three put user-written backend code into the kernel. The tracer checks what it can (argument
 kinds, the snippet's syntax and placeholders, output types) and records the arguments; the
 Triton backend substitutes them and emits the code. No other backend can run them: they have no
 lowering there, so those backends report them as unsupported with the source line.
@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import inspect
+import math
+import sys
 import textwrap
+import types as pytypes
 from typing import Any
 from typing import Mapping
 from typing import Sequence
@@ -74,7 +79,9 @@ class InlineSnippet:
         return f"{self.source!r} [{args}]"
 
 
-def _placeholder(tracer: Any, value: Any, inputs: list[Value], what: str) -> Placeholder:
+def _placeholder(
+    tracer: Any, value: Any, inputs: list[Value], what: str, api: str = "hl.inline_triton"
+) -> Placeholder:
     if isinstance(value, ConstExpr):
         value = value.value
     if isinstance(value, torch.Tensor) and not isinstance(value, HostTensor):
@@ -93,7 +100,7 @@ def _placeholder(tracer: Any, value: Any, inputs: list[Value], what: str) -> Pla
     if value is None or isinstance(value, (bool, int, float)):
         return Placeholder("literal", value)
     raise exc.InvalidAPIUsage(
-        f"hl.inline_triton: {what} is a {type(value).__name__}; arguments may be device tensors, "
+        f"{api}: {what} is a {type(value).__name__}; arguments may be device tensors, "
         "tiles, kernel tensor arguments, numbers, dtypes or strings",
         loc=tracer.current_loc(),
     )
@@ -251,3 +258,416 @@ def trace_inline_asm(
         out.name_hint = "asm"
     values = tuple(DeviceValue(tracer, out) for out in node.outputs)
     return values if multi else values[0]
+
+
+# -- hl.triton_kernel ------------------------------------------------------------------------------
+
+_TRITON_KERNEL = "hl.triton_kernel"
+
+
+@dataclasses.dataclass(frozen=True)
+class TritonFunction:
+    """The `@triton.jit` function an `hl.triton_kernel` call names, and everything it needs at
+    module scope of the generated module.
+
+    ``definitions`` are ``(name, kind, payload)`` in the order they are to be defined,
+    dependencies first and the called function ``name`` last. Kinds: "function" (payload: its
+    source from ``def`` on, without decorators; emitted under ``@triton.jit``), "module" (the
+    module's ``__name__``), "constexpr" (a ``tl.constexpr`` holding a Python constant: its
+    source). A function of Triton's own library is never defined: its readers name it by its
+    dotted path (``triton.language.standard.sigmoid``), and so does ``name`` when it is one.
+    """
+
+    name: str
+    definitions: tuple[tuple[str, str, Any], ...]
+
+    def __str__(self) -> str:
+        # the sources' digest: the IR of two kernels that call different code differs
+        digest = hashlib.sha256(repr(self.definitions).encode()).hexdigest()[:10]
+        return f"{self.name}@{digest}"
+
+
+def _jit_python_function(value: Any) -> Any:
+    """The Python function of a Triton JIT function (`@triton.jit`, an InterpretedFunction
+    under TRITON_INTERPRET=1), or None for anything else. Core does not import Triton."""
+    fn = getattr(value, "fn", None)
+    if inspect.isfunction(fn) and _is_triton_module(type(value).__module__):
+        return fn
+    return None
+
+
+def _is_triton_module(name: Any) -> bool:
+    return isinstance(name, str) and (name == "triton" or name.startswith("triton."))
+
+
+def _is_triton_constexpr(value: Any) -> bool:
+    kind = type(value)
+    return kind.__name__ == "constexpr" and _is_triton_module(kind.__module__)
+
+
+def _constant_source(value: Any) -> str | None:
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    return None
+
+
+@dataclasses.dataclass
+class _Def:
+    """A parsed function: its `def` node and its source from `def` on (decorators dropped)."""
+
+    node: ast.FunctionDef
+    source: str
+    namespace: dict[str, Any]  # where its free names resolve
+    label: str  # how errors name it
+
+
+class _TritonFunctionCollector:
+    """Finds the definitions a `@triton.jit` function needs: the jit functions it calls (through
+    its globals, transitively), the modules, Triton builtins and constexpr constants it uses."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+        self.definitions: dict[str, tuple[str, Any]] = {}
+        self.origins: dict[str, str] = {}
+        self.visiting: set[str] = set()
+        self.collected: set[tuple[str, str]] = set()
+
+    def fail(self, message: str, hint: str | None = None) -> exc.InvalidAPIUsage:
+        kwargs = {"hint": hint} if hint else {}
+        return exc.InvalidAPIUsage(
+            f"{_TRITON_KERNEL}: {message}", loc=self.tracer.current_loc(), **kwargs
+        )
+
+    def parse(self, source: str, label: str, namespace: dict[str, Any]) -> _Def:
+        text = textwrap.dedent(source).strip("\n")
+        try:
+            module = ast.parse(text)
+        except SyntaxError as error:
+            raise self.fail(
+                f"{label} is not valid Python/Triton syntax: {error.msg} (line {error.lineno})"
+            ) from None
+        defs = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+        if len(defs) != 1 or len(module.body) != 1:
+            others = len(module.body) - len(defs)
+            raise self.fail(
+                f"{label} must hold exactly one `def` (a @triton.jit function) and nothing "
+                f"else, found {len(defs)} def(s) and {others} other statement(s)"
+            )
+        node = defs[0]
+        lines = text.splitlines()[node.lineno - 1 : node.end_lineno]
+        return _Def(node, "\n".join(lines), namespace, label)
+
+    def from_function(self, fn: Any, label: str) -> _Def:
+        if fn.__name__ == "<lambda>":
+            raise self.fail(f"{label} is a lambda; pass a function defined with `def`")
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError):
+            raise self.fail(f"{label}: the source of {fn.__qualname__} is not available") from None
+        namespace = dict(fn.__globals__)
+        # names of enclosing functions (a jit function defined inside a test) resolve too
+        namespace.update(inspect.getclosurevars(fn).nonlocals)
+        return self.parse(source, label, namespace)
+
+    def add(self, name: str, kind: str, payload: Any, origin: str) -> None:
+        known = self.definitions.get(name)
+        if known is not None and known != (kind, payload):
+            raise self.fail(
+                f"two different definitions are both named {name!r} at module scope "
+                f"({self.origins[name]} and {origin}); rename one of them"
+            )
+        if known is None:
+            self.definitions[name] = (kind, payload)
+            self.origins[name] = origin
+
+    def function(self, name: str, parsed: _Def) -> None:
+        key = (name, parsed.source)
+        if name in self.visiting or key in self.collected:
+            return  # recursion, or already collected
+        self.visiting.add(name)
+        paths: dict[str, str] = {}
+        for free in _free_names(parsed.node):
+            if free == name or free not in parsed.namespace:
+                continue  # itself, a builtin (min, range, ...) or an undefined name
+            path = self.global_value(free, parsed.namespace[free], parsed.label)
+            if path is not None:
+                paths[free] = path
+        self.visiting.discard(name)
+        self.collected.add(key)
+        self.add(name, "function", _with_paths(parsed, paths), parsed.label)
+
+    def global_value(self, name: str, value: Any, user: str) -> str | None:
+        """Collect what global `name` needs; a Triton library function gives the dotted path
+        that replaces the name in the source instead."""
+        origin = f"a global of {user}"
+        fn = _jit_python_function(value)
+        library = _triton_object(value)
+        if library is not None:
+            # Triton's own functions (tl.sum is a jit function too) are reached through their
+            # module (`triton.language.standard.sum`), never copied or bound to a name at
+            # import: the Triton interpreter swaps them in their modules while a kernel runs
+            return ".".join(library)
+        if fn is not None:
+            self.function(name, self.from_function(fn, f"the @triton.jit function {name!r}"))
+        elif isinstance(value, pytypes.ModuleType):
+            self.add(name, "module", value.__name__, origin)
+        elif _is_triton_constexpr(value):
+            source = _constant_source(value.value)
+            if source is None:
+                raise self.fail(
+                    f"{user} uses the constexpr {name!r}, whose value "
+                    f"({type(value.value).__name__}) is not a Python constant"
+                )
+            self.add(name, "constexpr", source, origin)
+        elif isinstance(value, (bool, int, float)):
+            raise self.fail(
+                f"{user} uses the global {name!r} = {value!r}, which is not a constexpr",
+                hint=f"Triton functions read only constexpr globals: {name} = tl.constexpr({value!r})",
+            )
+        elif inspect.isfunction(value) or inspect.isbuiltin(value):
+            raise self.fail(
+                f"{user} calls {name!r}, which is not a @triton.jit function",
+                hint=f"Decorate {name} with @triton.jit.",
+            )
+        else:
+            raise self.fail(
+                f"{user} uses the global {name!r} (a {type(value).__name__}), which cannot be "
+                "defined in the generated module; Triton functions may use @triton.jit "
+                "functions, modules, Triton builtins and tl.constexpr(...) constants"
+            )
+        return None
+
+
+def _triton_builtin(value: Any) -> tuple[str, str] | None:
+    """`(module, attribute)` of a function or object of Triton's own library (`tl.sigmoid`,
+    or `where` after `from triton.language import where`), or None."""
+    if isinstance(value, pytypes.ModuleType):
+        return None
+    module_name = getattr(value, "__module__", None)
+    attribute = getattr(value, "__name__", None)
+    if not _is_triton_module(module_name):
+        return None
+    module = sys.modules.get(module_name)
+    if isinstance(attribute, str) and getattr(module, attribute, None) is value:
+        return module_name, attribute
+    return None
+
+
+def _triton_object(value: Any) -> tuple[str, str] | None:
+    """`_triton_builtin`, or `("triton.language", name)` for an object of Triton's that
+    triton.language holds under a name (a dtype such as `tl.float16`)."""
+    found = _triton_builtin(value)
+    if found is not None or not _is_triton_module(type(value).__module__):
+        return found
+    language = sys.modules.get("triton.language")
+    for name, candidate in vars(language).items() if language is not None else ():
+        if candidate is value and not name.startswith("_"):
+            return "triton.language", name
+    return None
+
+
+def _free_names(node: ast.FunctionDef) -> list[str]:
+    """Names a function reads that are not its parameters or locals, in order of first use."""
+    arguments = node.args
+    params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    params += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    local = {a.arg for a in params}
+    parts: list[ast.AST] = [*node.body, arguments]
+    if node.returns is not None:
+        parts.append(node.returns)
+    found: dict[str, None] = {}
+    for part in parts:
+        for sub in ast.walk(part):
+            if isinstance(sub, ast.Name):
+                if isinstance(sub.ctx, ast.Load):
+                    found.setdefault(sub.id)
+                else:
+                    local.add(sub.id)
+    return [name for name in found if name not in local]
+
+
+def _with_paths(parsed: _Def, paths: dict[str, str]) -> str:
+    """The function's source with each read of a name in `paths` replaced by its dotted path
+    (edited in place: the rest of the text, comments included, stays as written)."""
+    if not paths:
+        return parsed.source
+    node = parsed.node
+    parts: list[ast.AST] = [*node.body, node.args]
+    if node.returns is not None:
+        parts.append(node.returns)
+    edits = sorted(
+        (
+            (sub.lineno - node.lineno, sub.col_offset, sub.end_col_offset, paths[sub.id])
+            for part in parts
+            for sub in ast.walk(part)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in paths
+        ),
+        reverse=True,
+    )
+    lines = [line.encode() for line in parsed.source.split("\n")]
+    for line, start, end, path in edits:  # last first: earlier offsets stay valid
+        lines[line] = lines[line][:start] + path.encode() + lines[line][end:]
+    return "\n".join(line.decode() for line in lines)
+
+
+def _kernel_globals(tracer: Any) -> dict[str, Any]:
+    """The globals of the kernel's module (where a function named by a string is looked up)."""
+    frame = sys._getframe(1)
+    first, last = tracer.source_lines
+    while frame is not None:
+        if frame.f_code.co_filename == tracer.ir.filename and first <= frame.f_lineno <= last:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return {}
+    # the device function runs in a copy of the module's globals with a few builtins replaced
+    # (range -> hl.grid, ...): read the module itself where it is known
+    module = sys.modules.get(frame.f_globals.get("__name__", ""))
+    return dict(vars(module)) if module is not None else dict(frame.f_globals)
+
+
+def _named_function(tracer: Any, collector: _TritonFunctionCollector, name: str) -> Any:
+    """The value of the kernel module's global `name` (the string form of the call)."""
+    namespace = _kernel_globals(tracer)
+    if name not in namespace:
+        raise collector.fail(
+            f"no function named {name!r} in the kernel's module globals",
+            hint="Pass the function itself, or the name of a module-level @triton.jit function.",
+        )
+    value = namespace[name]
+    if _jit_python_function(value) is None and not inspect.isfunction(value):
+        raise collector.fail(
+            f"the global {name!r} is a {type(value).__name__}, not a @triton.jit function"
+        )
+    return value
+
+
+def _resolve_triton_function(
+    tracer: Any, collector: _TritonFunctionCollector, source_or_fn: Any
+) -> _Def:
+    if isinstance(source_or_fn, str):
+        return collector.parse(source_or_fn, "the Triton source", _kernel_globals(tracer))
+    fn = _jit_python_function(source_or_fn)
+    if fn is not None:
+        return collector.from_function(fn, f"the @triton.jit function {fn.__name__!r}")
+    if inspect.isfunction(source_or_fn):
+        return collector.from_function(source_or_fn, f"the function {source_or_fn.__name__!r}")
+    raise collector.fail(
+        "triton_source_or_fn must be a @triton.jit function, a Python function, the source of "
+        f"one `def`, or the name of a function in the kernel's module, got "
+        f"{type(source_or_fn).__name__}"
+    )
+
+
+def _check_call(collector: _TritonFunctionCollector, parsed: _Def, count: int) -> None:
+    arguments = parsed.node.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    required = len(positional) - len(arguments.defaults)
+    missing_keywords = [
+        a.arg
+        for a, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        if default is None
+    ]
+    if missing_keywords:
+        raise collector.fail(
+            f"{parsed.label} has keyword-only parameters without defaults "
+            f"({', '.join(missing_keywords)}); hl.triton_kernel passes args positionally"
+        )
+    too_many = count > len(positional) and arguments.vararg is None
+    if count < required or too_many:
+        expected = (
+            f"{required}" if required == len(positional) else f"{required} to {len(positional)}"
+        )
+        if arguments.vararg is not None:
+            expected = f"at least {required}"
+        raise collector.fail(
+            f"{parsed.label} takes {expected} argument(s) ({', '.join(positional)}), "
+            f"but args has {count}"
+        )
+
+
+def _returns(node: ast.FunctionDef) -> list[ast.Return]:
+    found: list[ast.Return] = []
+    pending: list[ast.AST] = list(node.body)
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # their returns are not the function's
+        if isinstance(item, ast.Return):
+            found.append(item)
+        pending.extend(ast.iter_child_nodes(item))
+    return found
+
+
+def _result_width(value: ast.expr) -> int | None:
+    """How many values a returned expression is, where its form tells (a tuple display, or an
+    arithmetic expression); None where it does not (a name or a call may hold a tuple)."""
+    if isinstance(value, ast.Tuple):
+        return len(value.elts)
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Constant)):
+        return 1
+    return None
+
+
+def _check_results(
+    collector: _TritonFunctionCollector, parsed: _Def, count: int, structure: str
+) -> None:
+    if structure == "none":
+        return  # a returned value, if any, is dropped
+    values = [r.value for r in _returns(parsed.node) if r.value is not None]
+    if not values:
+        raise collector.fail(
+            f"{parsed.label} returns nothing, but output_like declares {count} output(s)",
+            hint="Pass output_like=None for a function called for its side effects.",
+        )
+    for value in values:
+        width = _result_width(value)
+        if width is not None and width != (1 if structure == "one" else count):
+            raise collector.fail(
+                f"{parsed.label} returns {width} value(s), but output_like declares {count}"
+            )
+
+
+def trace_triton_kernel(tracer: Any, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
+    collector = _TritonFunctionCollector(tracer)
+    target = triton_source_or_fn
+    if isinstance(target, str) and target.strip().isidentifier():
+        target = _named_function(tracer, collector, target.strip())
+    library = _triton_builtin(target)
+    parsed = None
+    if library is None:
+        parsed = _resolve_triton_function(tracer, collector, target)
+    if isinstance(args, (Mapping, str, bytes)) or not isinstance(args, Sequence):
+        raise collector.fail(
+            f"args must be a list or tuple (passed positionally), got {type(args).__name__}"
+        )
+    types, structure = _output_types(tracer, output_like, _TRITON_KERNEL)
+    if parsed is not None:
+        _check_call(collector, parsed, len(args))
+        _check_results(collector, parsed, len(types), structure)
+        name = parsed.node.name
+        collector.function(name, parsed)
+    else:
+        # a function of Triton's own library (tl.sigmoid): called through its module
+        name = ".".join(library)
+    inputs: list[Value] = []
+    placeholders = tuple(
+        Placeholder("literal", value)
+        if isinstance(value, str)  # a string argument is a Python string (for a constexpr)
+        else _placeholder(tracer, value, inputs, f"args[{position}]", _TRITON_KERNEL)
+        for position, value in enumerate(args)
+    )
+    definitions = tuple(
+        (name, kind, payload) for name, (kind, payload) in collector.definitions.items()
+    )
+    attrs = {
+        "function": TritonFunction(name, definitions),
+        "args": placeholders,
+        "multi": structure in ("tuple", "list"),
+    }
+    node = tracer.emit(ops.triton_kernel, inputs, attrs, types)
+    for out in node.outputs:
+        out.name_hint = name.rpartition(".")[2].strip("_") or "result"
+    return _wrap_outputs(tracer, node, structure)

@@ -998,6 +998,11 @@ class Tracer:
 
         return trace_inline_triton(self, triton_source, args, output_like)
 
+    def hl_triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
+        from helion.frontend.inline_code import trace_triton_kernel
+
+        return trace_triton_kernel(self, triton_source_or_fn, args, output_like)
+
     def hl_inline_asm_elementwise(
         self, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any, pack: Any
     ) -> Any:

@@ -428,6 +428,42 @@ def inline_triton(triton_source: str, args: Any, output_like: Any) -> Any:
     return dispatch("inline_triton", triton_source, args, output_like)
 
 
+def triton_kernel(triton_source_or_fn: Any, args: Sequence[Any], output_like: Any) -> Any:
+    """Call a ``@triton.jit`` function from device code.
+
+    The function, and the ``@triton.jit`` functions it calls (found through its globals,
+    transitively), are defined once at module scope of the generated Triton module, with the
+    modules and ``tl.constexpr`` constants they use; the kernel calls it where
+    ``hl.triton_kernel`` stands. Triton's own functions and objects (``tl.sigmoid``,
+    ``tl.float16``) are named by their path in Triton instead of being copied.
+
+    Args:
+        triton_source_or_fn: a ``@triton.jit`` function (a ``triton.JITFunction``, or a
+            function of Triton's library such as ``tl.sigmoid``); a plain Python function (it
+            is compiled as if decorated with ``@triton.jit``); the source of one ``def``
+            (decorated or not), whose globals are the kernel module's; or the name of a
+            function in the kernel's module globals.
+        args: a list or tuple of arguments passed positionally: device tensors, tiles (their
+            indices), kernel tensor arguments (their pointers), numbers, dtypes (their Triton
+            names) or strings (Python strings, e.g. for a ``tl.constexpr`` parameter). Their
+            number must fit the function's parameters.
+        output_like: a device tensor with the shape and dtype of the result, a tuple/list of
+            them for a function returning several values, or None when the function is called
+            only for its side effects (its return value, if any, is dropped).
+
+    Returns:
+        The function's result(s), structured like `output_like`. Runs on the Triton backend
+        only (compiled or interpreted); other backends and eager mode report it as unsupported.
+
+    Raises:
+        helion.exc.InvalidAPIUsage: when traced, with the kernel's line: not a function or one
+            ``def``, a number of args the parameters do not take, an `output_like` that is not
+            device tensors or does not match what the function visibly returns, or a global
+            the function uses that cannot be carried into the generated module.
+    """
+    return dispatch("triton_kernel", triton_source_or_fn, args, output_like)
+
+
 def inline_asm_elementwise(
     asm: str, constraints: str, args: Sequence[Any], dtype: Any, is_pure: bool, pack: int
 ) -> Any:
@@ -436,6 +472,38 @@ def inline_asm_elementwise(
     dtypes gives a tuple of results). Needs a GPU: the Triton interpreter, the ref backend and
     eager mode cannot run it and say so."""
     return dispatch("inline_asm_elementwise", asm, constraints, args, dtype, is_pure, pack)
+
+
+# -- low-precision formats ------------------------------------------------------------------------
+
+
+def float4_e2m1fn_x2_to_float32(value: Any) -> tuple[Any, Any]:
+    """Decode packed FP4 (E2M1) pairs into two float32 tensors.
+
+    Each byte holds two E2M1 values, as torch.float4_e2m1fn_x2 packs them: the first in bits
+    0-3, the second in bits 4-7. A value is sign (bit 3), exponent (bits 2-1, bias 1) and
+    mantissa (bit 0), with magnitudes 0, 0.5, 1, 1.5, 2, 3, 4 and 6. Built from ordinary
+    elementwise ops, so it runs on every backend and in eager mode.
+
+    Args:
+        value: a device tensor of torch.uint8 (or int8) bytes. A torch.float4_e2m1fn_x2 tensor
+            is passed viewed as bytes: ``x.view(torch.uint8)`` in host code.
+
+    Returns:
+        ``(lo, hi)``: float32 tensors of `value`'s shape, the values of the low and the high
+        nibbles.
+
+    Raises:
+        helion.exc.TypeInferenceError: `value` is not a tensor of bytes.
+    """
+    from helion.language import _float4
+    from helion.language._context import current_mode
+
+    if current_mode() is None:
+        from helion import exc
+
+        raise exc.NotInsideKernel("hl.float4_e2m1fn_x2_to_float32")
+    return _float4.unpack(value)
 
 
 # -- debug --------------------------------------------------------------------------------------

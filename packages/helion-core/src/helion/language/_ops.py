@@ -481,3 +481,6 @@ device_print = define_op("device_print", None, side_effects=True)
 inline_triton = define_op("inline_triton", None, side_effects=True, opaque=True)
 # attrs asm, constraints, dtypes, is_pure, pack, multi; inputs are the asm arguments
 inline_asm = define_op("inline_asm_elementwise", None, opaque=True)
+# attrs function (a TritonFunction: the @triton.jit function and what it needs at module scope),
+# args (a Placeholder per argument), multi; inputs are the device-value arguments
+triton_kernel = define_op("triton_kernel", None, side_effects=True, opaque=True)
