@@ -94,3 +94,18 @@ def test_data_dependent_grid_index(device):
     bounds = torch.tensor([2, 6], device=device)
     expected = ((labels >= 2) & (labels < 6)).to(torch.int64)
     torch.testing.assert_close(count_matches(labels, bounds), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32])
+def test_neg_flips_the_sign_of_zero_as_torch_does(dtype: torch.dtype) -> None:
+    # Triton's `-x` is `0 - x`: +0.0 for 0.0, where torch gives -0.0 (and +0.0 for -0.0)
+    if dtype.is_floating_point:
+        x = torch.tensor([[0.0, -0.0, 1.5, -2.0, float("inf"), float("nan")]], dtype=dtype)
+    else:
+        x = torch.tensor([[0, 3, -4, 7]], dtype=dtype)
+    got = elementwise(x, x, lambda a, b: -a)
+    want = -x
+    torch.testing.assert_close(got, want, equal_nan=True)
+    numbers = ~torch.isnan(want) if dtype.is_floating_point else torch.ones_like(want, dtype=bool)
+    # the sign of a NaN is not specified (an x86 multiply keeps the operand's)
+    assert torch.equal(torch.signbit(got)[numbers], torch.signbit(want)[numbers]), (got, want)

@@ -197,8 +197,13 @@ def _same_dtype(ctx: Any, node: Node) -> tuple[str, torch.dtype]:
 @triton_lowering(ops.UNARY["neg"])
 def _neg(ctx: Any, node: Node) -> str:
     x, dtype = _same_dtype(ctx, node)
+    if dtype == torch.bool:
+        return x
     compute = interpreted_float(ctx, dtype, node)
-    return ctx.cast(f"-{ctx.cast(x, compute, dtype)}", dtype, compute) if dtype != torch.bool else x
+    value = ctx.cast(x, compute, dtype)
+    # Triton negates as `0 - x`, which gives +0.0 for 0.0; torch flips the sign (-0.0)
+    negated = f"({value} * -1.0)" if compute.is_floating_point else f"-{value}"
+    return ctx.cast(negated, dtype, compute)
 
 
 @triton_lowering(ops.UNARY["abs"])
