@@ -10,6 +10,7 @@ from typing import Sequence
 from helion import exc as exc
 from helion import language as language
 from helion.runtime.config import Config as Config
+from helion.runtime.output_code import OutputCodeOptions as OutputCodeOptions
 from helion.runtime.settings import RefMode as RefMode
 from helion.runtime.settings import Settings as Settings
 

@@ -1004,6 +1004,28 @@ class BackendUnsupported(BaseError):
         super().__init__(op, backend, *args, **kwargs)
 
 
+class OutputCodeUnsupported(BackendUnsupported):
+    """`BoundKernel.to_code(options=OutputCodeOptions(...))` asked a backend for a module it
+    cannot emit: a self-contained one (``allow_helion_deps=False``) or a pure-JAX one
+    (``jax_fn=True``). The message names the option and the backend."""
+
+    hint = (
+        "Call to_code() without these options for the module this backend loads, or use a "
+        "backend that exports such modules (see docs/api/runtime.md)."
+    )
+
+
+class HostCodeNotExportable(BaseError):
+    """The host code of a kernel uses something a self-contained module cannot hold."""
+
+    message = "The host code of kernel {0!r} cannot be put into a self-contained module: {1}"
+    hint = (
+        "Keep host code to torch, the standard library, helion.cdiv/next_power_of_2, "
+        "helion.runtime.get_num_sm/get_num_xcd and hl.register_block_size/register_tunable/"
+        "specialize, or use to_code() without allow_helion_deps=False."
+    )
+
+
 class BackendUnavailable(BaseError):
     message = "Backend {0!r} is not available: {1}"
 

@@ -20,6 +20,7 @@ from helion.backends.base import Backend
 
 if TYPE_CHECKING:
     from helion.autotuner.config_spec import ConfigSpec
+    from helion.backends.base import ExportedModule
     from helion.ir import KernelIR
     from helion.runtime.config import Config
     from helion_pallas.launcher import PallasCompiledKernel
@@ -165,6 +166,17 @@ class PallasBackend(Backend):
         source, entry, written = generate_source(ir, options)
         header = f"# {config!r}\n"
         return PallasCompiledKernel(ir, options, header + source, entry, written)
+
+    # -- the generated code as others see it -------------------------------------------------------
+
+    def export_module(
+        self, compiled: Any, ir: KernelIR, config: Config, *, jax_fn: bool = False
+    ) -> ExportedModule:
+        """The generated module without helion imports; with ``jax_fn``, of JAX alone (see
+        ``helion_pallas.export``)."""
+        from helion_pallas.export import export_module
+
+        return export_module(compiled, jax_fn=jax_fn)
 
 
 def _device_of(ir: KernelIR) -> torch.device:

@@ -87,6 +87,7 @@ class PallasCompiledKernel:
 
         self.source = source
         self.options = options
+        self.entry = entry  # the generated function `source` defines (jax arrays in and out)
         filename = _register_source(ir.name, source)
         namespace: dict[str, Any] = {"__name__": f"helion_pallas_generated_{entry}"}
         exec(compile(source, filename, "exec"), namespace)

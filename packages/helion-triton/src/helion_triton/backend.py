@@ -7,6 +7,7 @@ interpreter (``TRITON_INTERPRET=1`` makes Triton interpret everything, and is ho
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 import time
 import weakref
@@ -20,6 +21,7 @@ from helion import exc
 from helion.backends.base import Backend
 
 if TYPE_CHECKING:
+    from helion.backends.base import ExportedModule
     from helion.ir import KernelIR
     from helion.runtime.config import Config
     from helion_triton.codegen import GeneratedKernel
@@ -148,6 +150,29 @@ class TritonBackend(Backend):
         with self._lock:
             self._compiled.setdefault(ir, {})[config] = compiled
         return compiled
+
+    # -- the generated code as others see it -------------------------------------------------------
+
+    def export_module(
+        self, compiled: Any, ir: KernelIR, config: Config, *, jax_fn: bool = False
+    ) -> ExportedModule:
+        """The generated module, made to run without helion (see ``helion_triton.export``)."""
+        if jax_fn:
+            return super().export_module(compiled, ir, config, jax_fn=jax_fn)
+        from helion_triton.export import export_module
+
+        return export_module(compiled)
+
+    def cached_path(self, compiled: Any) -> str | None:
+        """The generated module's file in the module cache (``launcher.cache_dir``)."""
+        path = getattr(getattr(compiled, "module", None), "__file__", None)
+        return str(path) if path and os.path.exists(path) else None
+
+    def compiled_cache_key(self, compiled: Any) -> str:
+        """The key of the module cache (``launcher.module_cache_key``)."""
+        from helion_triton.launcher import module_cache_key
+
+        return module_cache_key(compiled.source, interpret=compiled.target.interpret)
 
     def config_problem(self, ir: KernelIR, config: Config, device: torch.device) -> str | None:
         from helion_triton.tunables import tile_problem

@@ -78,10 +78,17 @@ def _use_private_dir(path: Path, error: OSError) -> Path:
     return _private_dir
 
 
+def module_cache_key(source: str, *, interpret: bool) -> str:
+    """The key a generated module is loaded under: the first 20 hex digits of its source's
+    SHA-256 (which also name its file, ``{kernel}_{digits}.py``) and the launch mode."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    return f"{digest}-{'interpret' if interpret else 'jit'}"
+
+
 def load_module(source: str, name: str, *, interpret: bool) -> ModuleType:
     """Import ``source`` from a file in the cache directory (once per source and mode)."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
-    key = f"{digest}-{'interpret' if interpret else 'jit'}"
+    key = module_cache_key(source, interpret=interpret)
+    digest = key.split("-")[0]
     with _modules_lock:
         module = _modules.get(key)
         if module is not None:

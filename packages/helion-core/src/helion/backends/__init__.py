@@ -13,10 +13,12 @@ import threading
 from helion import plugins
 from helion.backends.base import Backend as Backend
 from helion.backends.base import CompiledKernel as CompiledKernel
+from helion.backends.base import ExportedModule as ExportedModule
 
 __all__ = [
     "Backend",
     "CompiledKernel",
+    "ExportedModule",
     "backend_availability",
     "backend_problems",
     "backend_provider",

@@ -7,6 +7,8 @@ one backend (``ref``); the others come from plugins through the ``helion_backend
 from __future__ import annotations
 
 import abc
+import dataclasses
+import hashlib
 import importlib.metadata
 import math
 import statistics
@@ -47,6 +49,21 @@ class CompiledKernel(Protocol):
         callable that launches the same way with less host work, or None; the runtime reads
         it once, after the first launch has returned, and calls it instead from then on."""
         ...
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedModule:
+    """What :meth:`Backend.export_module` returns: the source of a module that imports only
+    torch (where it has a launcher) and the backend's own toolkit, never helion."""
+
+    source: str
+    """The module's source."""
+
+    launcher: str | None
+    """The name of the function in ``source`` that launches the kernel as the compiled kernel
+    is called: with the host values of the device loops (see :class:`CompiledKernel`). Core
+    appends the kernel's host code, which calls it. None when ``source`` is complete as it is
+    (a pure-JAX module has no torch host code)."""
 
 
 class Backend(abc.ABC):
@@ -179,6 +196,56 @@ class Backend(abc.ABC):
         Raises:
             helion.exc.BackendUnsupported: This backend cannot compile the kernel.
         """
+
+    def export_module(
+        self, compiled: CompiledKernel, ir: KernelIR, config: Config, *, jax_fn: bool = False
+    ) -> ExportedModule:
+        """Return a self-contained module of a kernel this backend compiled.
+
+        What ``BoundKernel.to_code(options=OutputCodeOptions(allow_helion_deps=False))`` and
+        ``OutputCodeOptions(jax_fn=True)`` emit: a module that imports no helion package, only
+        torch and the backend's toolkit (Triton, JAX), with whatever runtime helpers the
+        backend's own modules would give written into it. The default supports neither.
+
+        Args:
+            compiled: What :meth:`compile` returned for ``ir`` and ``config``.
+            ir: The traced kernel IR.
+            config: The config it was compiled with.
+            jax_fn: Return a module of JAX only, whose function takes and returns JAX arrays
+                (no torch, no launcher: :attr:`ExportedModule.launcher` is None).
+
+        Raises:
+            helion.exc.OutputCodeUnsupported: This backend cannot emit such a module.
+        """
+        from helion import exc
+
+        option = "jax_fn=True" if jax_fn else "allow_helion_deps=False"
+        raise exc.OutputCodeUnsupported(f"to_code(options=OutputCodeOptions({option}))", self.name)
+
+    def cached_path(self, compiled: CompiledKernel) -> str | None:
+        """Return where the artifact of ``compiled`` is kept on disk, or None.
+
+        What ``BoundKernel.get_cached_path`` reports: a generated module file, a compiled
+        binary. The default is None: the kernel lives in this process's memory only.
+
+        Args:
+            compiled: What :meth:`compile` returned.
+        """
+        return None
+
+    def compiled_cache_key(self, compiled: CompiledKernel) -> str:
+        """Return the key this backend caches the code of ``compiled`` under.
+
+        What ``BoundKernel.backend_cache_key`` reports. The default is the SHA-256 of
+        :meth:`cache_key` (the toolkit versions) and the generated source: equal keys mean the
+        same code from the same toolkit. Backends with a cache of their own return its key.
+
+        Args:
+            compiled: What :meth:`compile` returned.
+        """
+        digest = hashlib.sha256(f"{self.cache_key()}\n".encode())
+        digest.update(str(getattr(compiled, "source", "")).encode())
+        return digest.hexdigest()
 
     def benchmark(
         self,

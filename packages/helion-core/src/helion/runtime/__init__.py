@@ -1,6 +1,10 @@
-"""Runtime: Kernel, BoundKernel, Config, Settings."""
+"""Runtime: Kernel, BoundKernel, Config, Settings, OutputCodeOptions, and device queries for
+host code (`get_num_sm`, `get_num_xcd`)."""
 
 from helion.runtime.config import Config as Config
+from helion.runtime.hardware import get_num_sm as get_num_sm
+from helion.runtime.hardware import get_num_xcd as get_num_xcd
+from helion.runtime.output_code import OutputCodeOptions as OutputCodeOptions
 from helion.runtime.settings import Settings as Settings
 
 

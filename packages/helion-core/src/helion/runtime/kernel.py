@@ -12,6 +12,7 @@ import sys
 import threading
 import types
 import weakref
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Callable
 from typing import Hashable
@@ -36,6 +37,9 @@ from helion.runtime.settings import RefMode
 from helion.runtime.settings import Settings
 from helion.runtime.tensor_match import exact_tensor_match
 from helion.runtime.tensor_match import other_inference_mode_match
+
+if TYPE_CHECKING:
+    from helion.runtime.output_code import OutputCodeOptions
 
 _is_compiling = torch.compiler.is_compiling
 _EAGER = RefMode.EAGER  # a module global: read faster than the enum's attribute on the warm path
@@ -1086,17 +1090,98 @@ class BoundKernel:
             self._trace_for_config(config, self._trace_args.resolve())
         return CompiledConfig(self, config)
 
-    def to_code(self, config: Config | dict | None = None, **options: Any) -> str:
+    def to_code(
+        self,
+        config: Config | dict | None = None,
+        *,
+        options: OutputCodeOptions | None = None,
+        emit_repro_caller: bool = False,
+        output_origin_lines: bool | None = None,
+    ) -> str:
+        """The generated code of ``config`` (compiled first if it was not).
+
+        Args:
+            config: A config of this kernel (a dict is accepted); None: the default config.
+            options: What to emit (`helion.OutputCodeOptions`). The default: the module the
+                backend loads. ``allow_helion_deps=False``: a self-contained module that imports
+                only torch and the backend's toolkit, whose function of the kernel's name runs
+                the kernel's host code and the kernel. ``jax_fn=True`` (Pallas): a module of JAX
+                alone.
+            emit_repro_caller: Not supported (True raises): Helion's repro ``main``.
+            output_origin_lines: Accepted for compatibility; each backend decides whether its
+                code carries comments with the kernel's source lines (Pallas does).
+
+        Returns:
+            The module's source.
+
+        Raises:
+            helion.exc.OutputCodeUnsupported: The backend cannot emit what ``options`` ask for.
+            helion.exc.HostCodeNotExportable: ``allow_helion_deps=False``, and the host code
+                uses something a self-contained module cannot hold.
+        """
+        from helion.runtime.output_code import DEFAULT_OPTIONS
+        from helion.runtime.output_code import export_source
+
+        if emit_repro_caller:
+            raise exc.InvalidAPIUsage("to_code(emit_repro_caller=True) is not supported")
         config = self.normalize(config)
         self.compile_config(config)
-        return self._variants[config][0].compiled.source
+        variant = self._variants[config][0]
+        if options is None or options == DEFAULT_OPTIONS:
+            return variant.compiled.source
+        return export_source(self, config, variant, options)
 
-    def to_triton_code(self, config: Config | dict | None = None, **options: Any) -> str:
+    def to_triton_code(
+        self,
+        config: Config | dict | None = None,
+        *,
+        options: OutputCodeOptions | None = None,
+        emit_repro_caller: bool = False,
+        output_origin_lines: bool | None = None,
+    ) -> str:
+        """`to_code` of a kernel bound to the Triton backend (other backends raise)."""
         if self.backend.name != "triton":
             raise exc.BackendUnsupported(
                 "to_triton_code", self.backend.name, hint="use to_code() for this backend"
             )
-        return self.to_code(config, **options)
+        return self.to_code(
+            config,
+            options=options,
+            emit_repro_caller=emit_repro_caller,
+            output_origin_lines=output_origin_lines,
+        )
+
+    def get_cached_path(self, config: Config | dict | None = None) -> str | None:
+        """Where the backend keeps the compiled code of ``config`` on disk, or None.
+
+        The config is compiled first if it was not. Triton: the generated module file, in
+        ``$HELION_CACHE_DIR/triton`` or the temp directory (Triton's own cache of GPU binaries is
+        separate). Backends that keep the code in memory only (ref, Pallas) give None.
+
+        Args:
+            config: A config of this kernel; None: the config the bound kernel runs with (set,
+                given or tuned) once it has one, else the default config.
+        """
+        return self.backend.cached_path(self._first_variant(config).compiled)
+
+    def backend_cache_key(self, config: Config | dict | None = None) -> str:
+        """The key the backend caches the compiled code of ``config`` under.
+
+        The config is compiled first if it was not. Triton: the key of its module cache (the
+        source's SHA-256 prefix that names the file `get_cached_path` gives, and whether it
+        runs interpreted). Others: a SHA-256 of the backend's toolkit versions and the source.
+        Equal keys mean the same code.
+
+        Args:
+            config: As for `get_cached_path`.
+        """
+        return self.backend.compiled_cache_key(self._first_variant(config).compiled)
+
+    def _first_variant(self, config: Config | dict | None) -> _CompiledTrace:
+        """The variant `to_code` shows for ``config`` (None: the active one, else the default)."""
+        config = self.normalize(self._config if config is None else config)
+        self.compile_config(config)
+        return self._variants[config][0]
 
     def _trace_for_config(self, config: Config, args: tuple) -> None:
         def compile_and_stop(*values: Any) -> None:
@@ -1300,7 +1385,7 @@ class _TraceArguments:
 
 
 class _WeakTensor:
-    __slots__ = ("ref", "meta")
+    __slots__ = ("meta", "ref")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.ref = weakref.ref(tensor)
