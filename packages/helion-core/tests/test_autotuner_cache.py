@@ -579,3 +579,137 @@ def test_library_source_hash_follows_the_sources(
     (package / "__init__.py").write_text("VERSION = '1.0'  # edited, same version\n")
     monkeypatch.setattr(cache_module, "_SOURCE_HASHES", {})  # as in a new process
     assert cache_module.library_source_hash(bound) != before
+
+
+# ------------------------------------------------------------------------------- exploratory-testing regressions
+def test_configs_skipped_at_the_deadline_are_not_counted_as_measured(
+    private_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a budget that runs out within a batch skips the rest of it: those configs were never
+    # run, yet the summary said "7 configs measured" and the cache entry recorded 7 evaluations
+    # where one config had run (seen with HELION_AUTOTUNE_BUDGET_SECONDS=2 on the Triton backend)
+    seeds = [Config(block_sizes=[b], num_warps=4) for b in (32, 16, 64, 8)]
+    bound = FakeBound(make_settings(autotune_seed_configs=seeds, autotune_log_level=logging.INFO))
+    with caplog.at_level(logging.INFO, logger="helion.autotuner"):
+        best = autotune(bound, ARGS, budget_seconds=0.0)
+    assert best == Config(block_sizes=[32], num_warps=4)
+    entry = json.loads(cache_module.AutotuneCache(bound).path.read_text())
+    assert entry["evaluations"] == 1
+    assert "1 configs measured (0 failed)" in caplog.text
+
+
+def test_search_does_not_record_configs_the_evaluator_did_not_measure() -> None:
+    from helion.autotuner.search import RandomSearch
+
+    class OutOfTime:
+        """Measures the first config it is given, then reports the rest as not measured."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def evaluate(self, configs: list[Config]) -> list[float]:
+            times = []
+            for _ in configs:
+                self.calls += 1
+                times.append(1.0 if self.calls == 1 else math.nan)
+            return times
+
+    spec = FakeBound(make_settings()).config_spec
+    seeds = [Config(block_sizes=[b], num_warps=4) for b in (32, 16, 64)]
+    search = RandomSearch(spec, OutOfTime(), seed=0, seed_configs=seeds, budget_seconds=None)
+    assert search.run() == spec.normalize(seeds[0])
+    assert [t.config for t in search.history] == [spec.normalize(seeds[0])]
+    assert search.summary()["failed"] == 0
+    assert not search.is_measured(spec.normalize(seeds[1]))
+
+
+def test_settings_that_change_the_generated_code_separate_cache_entries() -> None:
+    # helion.kernel(fn, index_dtype=torch.int64) and helion.kernel(fn) share the source, the
+    # shapes and the backend: the second one used to reuse the first one's tuned config
+    import torch as _torch
+
+    plain = cache_module.AutotuneCache(FakeBound(make_settings()))
+    variants = [
+        cache_module.AutotuneCache(FakeBound(make_settings(index_dtype=_torch.int64))),
+        cache_module.AutotuneCache(FakeBound(make_settings(fast_math=True))),
+        cache_module.AutotuneCache(FakeBound(make_settings(dot_precision="ieee"))),
+    ]
+    assert len({plain.path, *(v.path for v in variants)}) == 4
+    assert all("settings" in v.key_parts for v in variants)
+    plain.put(Config(block_sizes=[8], num_warps=4))
+    assert variants[1].get() is None
+    # settings that do not change the code (effort, logging, the backend's spelling) share it
+    assert cache_module.AutotuneCache(FakeBound(make_settings(autotune_effort="full"))).path == (
+        plain.path
+    )
+    assert cache_module.AutotuneCache(FakeBound(make_settings(output_origin_lines=False))).path == (
+        plain.path
+    )
+
+
+def test_assert_cache_hit_prints_why_it_missed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the error says "See stderr for diagnostic information", and nothing was printed there
+    cache_module.AutotuneCache(FakeBound(make_settings())).put(Config(block_sizes=[8]))
+    monkeypatch.setenv("HELION_ASSERT_CACHE_HIT", "1")
+    edited = FakeBound(make_settings(), source="v2")
+    with pytest.raises(exc.CacheAssertionError):
+        autotune(edited, ARGS)
+    err = capsys.readouterr().err
+    assert "autotune cache miss for kernel 'double'" in err
+    assert str(cache_module.AutotuneCache(edited).path) in err
+    assert "differs in: kernel_source_hash" in err
+    assert "cached 'v1', now 'v2'" in err
+
+
+def test_autotune_log_writes_the_log_and_the_details(tmp_path: Path) -> None:
+    # documented: <autotune_log>.csv and <autotune_log>.log, plus <autotune_log>.meta.jsonl
+    # with autotune_log_details; only the .csv was written
+    base = tmp_path / "logs" / "run"
+    bound = FakeBound(make_settings(autotune_log=str(base), autotune_log_details=True))
+    best = autotune(bound, ARGS, max_evaluations=6)
+    log_text = (tmp_path / "logs" / "run.log").read_text()
+    assert "autotuning with the" in log_text and "One can hardcode" in log_text
+    assert "configs measured" in log_text  # written although autotune_log_level=0
+    records = [
+        json.loads(line) for line in (tmp_path / "logs" / "run.meta.jsonl").read_text().splitlines()
+    ]
+    assert [r["event"] for r in records] == ["start", "result"]
+    assert records[0]["settings"]["autotune_log_details"] is True
+    assert records[0]["key_parts"]["kernel_source_hash"] == "v1"
+    assert records[1]["config"] == dict(best)
+    # a cache hit tunes nothing and leaves the last run's log alone
+    assert autotune(bound, ARGS) == best
+    assert (tmp_path / "logs" / "run.log").read_text() == log_text
+
+
+def test_cache_entries_get_the_usual_file_mode(private_cache: Path) -> None:
+    # mkstemp's 0o600 made entries in a shared HELION_CACHE_DIR unreadable to other users
+    old = os.umask(0o022)
+    try:
+        saved_mode = cache_module._FILE_MODE
+        cache_module._FILE_MODE = None
+        path = cache_module.AutotuneCache(FakeBound(make_settings())).put(Config(block_sizes=[8]))
+    finally:
+        os.umask(old)
+        cache_module._FILE_MODE = saved_mode
+    assert path is not None and (path.stat().st_mode & 0o777) == 0o666 & ~old
+
+
+def test_effort_argument_accepts_what_the_setting_accepts() -> None:
+    # kernel.autotune(args, effort="low") tuned while autotune_effort="low" was refused
+    bound = FakeBound(make_settings())
+    for spelling in ("low", "max", "off", "medium"):
+        with pytest.raises(exc.InvalidSetting, match="not a valid autotune effort"):
+            autotune(bound, ARGS, effort=spelling)
+    assert bound.compiles == 0
+    assert autotune(bound, ARGS, effort=" High ", max_evaluations=4)["block_sizes"]
+
+
+def test_budget_seconds_option_is_the_budget_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # kernel.autotune(args, budget_seconds=5) searched for 5 s but announced "35s budget"
+    bound = FakeBound(make_settings(autotune_log_level=logging.INFO))
+    with caplog.at_level(logging.INFO, logger="helion.autotuner"):
+        autotune(bound, ARGS, budget_seconds=5, max_evaluations=4)
+    assert "5s budget" in caplog.text and "35s budget" not in caplog.text

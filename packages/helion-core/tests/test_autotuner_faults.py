@@ -547,3 +547,52 @@ def test_configs_the_backend_rejects_are_never_compiled(search: str) -> None:
     # the user's filter only sees what the backend let through
     assert seen_by_user and max(seen_by_user) <= 64
     assert best["block_sizes"][0] <= 64 and math.isfinite(cost_of(best))
+
+
+def test_a_hanging_default_config_costs_the_baseline_no_more_than_a_first_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the accuracy baseline (the default config) ran with the configured 30 s run timeout,
+    # before a quick search's 35 s budget: a default config that hangs made a quick tune of a
+    # Triton kernel take 51-61 s. It now gets a candidate's first-run limit (a third of the
+    # search time left), here scaled down
+    import helion.autotuner.benchmarking as benchmarking
+
+    monkeypatch.setattr(benchmarking, "ADAPTIVE_RUN_FLOOR", 0.3)
+    bound = FakeBound(
+        settings=make_settings(autotune_benchmark_timeout=20), faults={(32, 4): "hang"}
+    )
+    assert bound.config_spec.default_config() == config(32, 4)
+    harness = BenchmarkHarness(bound, make_args(), profile=QUICK, isolation="inprocess")
+    harness.deadline = time.perf_counter() + 1.2
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        harness.prepare()
+    assert time.perf_counter() - start < 5.0
+    assert harness.baseline is None  # the check is off, as for any failing default config
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", pytest.param("fork", marks=needs_fork)])
+def test_a_default_config_that_hung_the_baseline_is_not_run_again(
+    monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    # searches seed the default config: after hanging the baseline it hung again as a candidate
+    import helion.autotuner.benchmarking as benchmarking
+
+    monkeypatch.setattr(benchmarking, "ADAPTIVE_RUN_FLOOR", 0.3)
+    bound = FakeBound(
+        settings=make_settings(autotune_benchmark_timeout=20), faults={(32, 4): "hang"}
+    )
+    harness = BenchmarkHarness(bound, make_args(), profile=QUICK, isolation=isolation)
+    harness.deadline = time.perf_counter() + 1.2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        harness.prepare()
+        compiles = bound.compiles
+        times = harness.evaluate([config(32, 4), config(16, 4)])
+    assert times[0] == math.inf and math.isfinite(times[1])
+    assert harness.results[0].status == "timeout"
+    assert "accuracy baseline" in harness.results[0].reason
+    if isolation == "inprocess":
+        assert bound.compiles == compiles + 1  # only (16, 4) was compiled

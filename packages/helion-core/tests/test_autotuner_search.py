@@ -576,3 +576,35 @@ def test_random_forest_learns_a_simple_function() -> None:
     truth = (X_test[:, 0] - 0.3) ** 2 + 0.5 * X_test[:, 1]
     assert np.corrcoef(mean, truth)[0, 1] > 0.9
     assert spread.shape == mean.shape and (spread >= 0).all()
+
+
+def test_an_exception_in_the_config_filter_reaches_the_caller() -> None:
+    # a bug in the user's autotune_config_filter was swallowed: every candidate was "rejected by
+    # the config spec" and the search ended in NoConfigFound, hiding the user's exception
+    def buggy_filter(config: Config) -> Config:
+        raise KeyError("my filter's bug")
+
+    search = RandomSearch(
+        small_spec(),
+        CallableEvaluator(small_cost),
+        profile=QUICK,
+        seed=0,
+        budget_seconds=None,
+        config_filter=buggy_filter,
+    )
+    with pytest.raises(KeyError, match="my filter's bug"):
+        search.run()
+
+
+def test_a_filter_that_refuses_everything_is_named_in_no_config_found() -> None:
+    search = RandomSearch(
+        small_spec(),
+        CallableEvaluator(small_cost),
+        profile=QUICK,
+        seed=0,
+        budget_seconds=None,
+        config_filter=lambda config: None,
+    )
+    with pytest.raises(exc.NoConfigFound, match="by the config filter"):
+        search.run()
+    assert search.filtered_candidates == search.invalid_candidates > 0

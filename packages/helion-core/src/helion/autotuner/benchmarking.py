@@ -1030,6 +1030,9 @@ class BenchmarkHarness:
         self._ready = False
         self._spawn: _SpawnRunner | None = None
         self._estimates: dict[str, float] = {}
+        # configs whose first run already timed out (the default config, run for the accuracy
+        # baseline): a search seeds the default config, which would otherwise hang once more
+        self._timed_out: dict[str, CandidateResult] = {}
         self._csv_path = getattr(s, "autotune_log", None)
         self._csv_started = False
 
@@ -1147,10 +1150,16 @@ class BenchmarkHarness:
             return None
 
     def _run_default(self, default: Any) -> tuple[Any, dict[int, Any]]:
+        # the first-run limit of any candidate: a default config that hangs must not cost a
+        # quick search the configured 30 s before its own 35 s budget even starts
+        run_timeout = self._first_run_timeout()
         if self.isolation == "fork":
             # even the default config runs isolated: a crash there must not take the search down
             runner = _ForkRunner(self, 1, return_output=True)
+            runner.run_timeout = run_timeout
             result = runner.run([default], lambda: False)[0]
+            if result.status == "timeout":
+                self._remember_timeout(default, result.reason)
             if not result.ok or 0 not in runner.outputs:
                 raise RuntimeError(f"default config {result.status}: {result.reason}")
             output, mutated = runner.outputs[0]
@@ -1158,9 +1167,24 @@ class BenchmarkHarness:
         fn = call_with_timeout(lambda: self.bound.compile_config(default), self.compile_timeout)
         call_args = clone_args(self.args)
         with accuracy_rng():
-            output = call_with_timeout(lambda: fn(*call_args), self.run_timeout)
+            try:
+                output = call_with_timeout(lambda: fn(*call_args), run_timeout)
+            except CandidateTimeout as error:
+                self._remember_timeout(default, classify_error(error, "run")[1])
+                raise
         synchronize(self.device)
         return _detach_tree(output), mutated_arguments(self.args, call_args)
+
+    def _remember_timeout(self, config: Any, reason: str) -> None:
+        from helion.autotuner.search.base import config_key
+
+        reason = f"{reason} (when run for the accuracy baseline)"
+        keys = {config_key(config)}
+        with contextlib.suppress(Exception):
+            normalized = self.bound.config_spec.normalize(config)
+            keys.add(config_key(config if normalized is None else normalized))
+        for key in keys:
+            self._timed_out[key] = CandidateResult(config, "timeout", reason=reason)
 
     def close(self) -> None:
         if self._spawn is not None:
@@ -1182,7 +1206,10 @@ class BenchmarkHarness:
     def evaluate(self, configs: Sequence[Any]) -> list[float]:
         self.prepare()
         configs = list(configs)
-        screened = self._screen(configs)
+        known = [self._known_timeout(config) for config in configs]
+        unknown = [c for c, k in zip(configs, known, strict=True) if k is None]
+        fresh = iter(self._screen(unknown) if unknown else [])
+        screened = [next(fresh) if k is None else k for k in known]
         accuracy_checked = self.isolation == "fork" or (
             self._spawn is not None and self._spawn.checks_accuracy
         )
@@ -1200,8 +1227,25 @@ class BenchmarkHarness:
                     compile_seconds=screen.compile_seconds if screen is not None else None,
                 )
             self._finish(result)
-            times.append(result.time_ms if result.ok else math.inf)
+            # nan: never measured (the time budget ran out first), unlike inf, a failure
+            times.append(
+                result.time_ms
+                if result.ok
+                else math.nan
+                if result.status == "skipped"
+                else math.inf
+            )
         return times
+
+    def _known_timeout(self, config: Any) -> CandidateResult | None:
+        if not self._timed_out:
+            return None
+        from helion.autotuner.search.base import config_key
+
+        known = self._timed_out.get(config_key(config))
+        if known is None:
+            return None
+        return CandidateResult(config, known.status, reason=known.reason)
 
     def _adapt_compile_timeout(self) -> None:
         """Shrink the compile timeout toward what compiles actually take (never below

@@ -1,7 +1,9 @@
 """On-disk cache of autotuned configs.
 
 One JSON file per (kernel source, specialization key, backend, device, library versions) --
-whatever ``bound.cache_key()`` returns -- under ``<helion cache_dir()>/autotune/``:
+whatever ``bound.cache_key()`` returns, plus the config space's fingerprint and the settings that
+change generated code (``Settings.codegen_key()`` less the backend and origin-line comments) --
+under ``<helion cache_dir()>/autotune/``:
 
     {"version": 1, "kernel": "matmul", "key": "<sha256 of the key parts>",
      "key_parts": {...}, "config": {...}, "time_ms": 0.123, "created": 1700000000.0,
@@ -67,14 +69,36 @@ def cache_disabled() -> bool:
         return os.environ.get("HELION_SKIP_CACHE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def key_parts_of(bound: Any) -> dict[str, str]:
+#: ``Settings.codegen_key()`` fields left out of the key: the backend is a key part of its own
+#: (``backend=None`` and ``backend="triton"`` generate the same code), and origin-line comments
+#: change no generated instruction
+_CODEGEN_FIELDS_NOT_KEYED = frozenset({"backend", "output_origin_lines"})
+
+
+def key_parts_of(bound: Any, settings: Any = None) -> dict[str, str]:
     """``bound.cache_key()`` as a JSON-stable dict of strings, plus the search space's
-    fingerprint: a backend that gains or changes tunables invalidates old entries."""
+    fingerprint (a backend that gains or changes tunables invalidates old entries) and the
+    settings that change the generated code (``Settings.codegen_key()``: a kernel made with
+    ``index_dtype=torch.int64`` or ``fast_math=True`` from the same function is not tuned by
+    the other one's entry)."""
     raw = dict(bound.cache_key())
     fingerprint = getattr(getattr(bound, "config_spec", None), "fingerprint", None)
     if callable(fingerprint) and "config_spec" not in raw:
         with contextlib.suppress(Exception):
             raw["config_spec"] = fingerprint()
+    if settings is None:
+        settings = getattr(bound, "settings", None)
+    codegen_key = getattr(settings, "codegen_key", None)
+    if callable(codegen_key) and "settings" not in raw:
+        with contextlib.suppress(Exception):
+            raw["settings"] = json.dumps(
+                {
+                    str(name): value if isinstance(value, (str, int, float, bool)) else repr(value)
+                    for name, value in codegen_key()
+                    if name not in _CODEGEN_FIELDS_NOT_KEYED
+                },
+                sort_keys=True,
+            )
     return {str(k): v if isinstance(v, str) else repr(v) for k, v in sorted(raw.items())}
 
 
@@ -160,10 +184,33 @@ def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def _file_mode() -> int:
+    """The mode ``open()`` gives a new file (0o666 less the umask). ``mkstemp`` makes 0o600
+    files, which in a cache directory shared by several users (``HELION_CACHE_DIR`` on a team
+    volume) every other user then finds unreadable, a corrupt entry to re-tune."""
+    global _FILE_MODE
+    if _FILE_MODE is None:
+        umask = None
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("Umask:"):
+                    umask = int(line.split()[1], 8)
+        if umask is None:
+            umask = os.umask(0o022)  # read it back: no other way to query it portably
+            os.umask(umask)
+        _FILE_MODE = 0o666 & ~umask
+    return _FILE_MODE
+
+
+_FILE_MODE: int | None = None
+
+
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        with contextlib.suppress(OSError, AttributeError):
+            os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "w") as handle:
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
@@ -217,7 +264,7 @@ class AutotuneCache:
         self.bound = bound
         self.settings = settings if settings is not None else getattr(bound, "settings", None)
         self.directory = Path(directory) if directory is not None else cache_root()
-        self.key_parts = key_parts_of(bound)
+        self.key_parts = key_parts_of(bound, self.settings)
         if getattr(self.settings, "autotune_cache", None) in STRICT_CACHES:
             self.key_parts["library_sources"] = library_source_hash(bound)
         self.key = hash_key_parts(self.key_parts)
@@ -331,6 +378,56 @@ class AutotuneCache:
             on_wait()
         with file_lock(self.tuning_lock_path):
             yield
+
+    def miss_report(self, max_scan: int = 500) -> str:
+        """Why :meth:`get` found nothing, for ``HELION_ASSERT_CACHE_HIT=1``: the entry path and
+        key parts looked for, and the key parts in which the closest entry of the same kernel
+        differs (the usual causes: an edited kernel, new shapes, another device or version)."""
+        lines = [
+            f"autotune cache miss for kernel {self.kernel_name!r}",
+            f"  looked for: {self.path}",
+        ]
+        if not self.enabled:
+            lines.append("  the cache is disabled (HELION_SKIP_CACHE=1)")
+            return "\n".join(lines)
+        if self._warned:
+            lines.append(f"  that entry exists but was ignored: {'; '.join(sorted(self._warned))}")
+        lines.append("  key parts:")
+        lines.extend(f"    {name}: {value}" for name, value in sorted(self.key_parts.items()))
+        closest: tuple[int, Path, list[str]] | None = None
+        scanned = 0
+        with contextlib.suppress(OSError):
+            for path in sorted(self.directory.glob(f"{_slug(self.kernel_name)}-*{ENTRY_SUFFIX}")):
+                if scanned >= max_scan:
+                    break
+                scanned += 1
+                if path == self.path:
+                    continue
+                try:
+                    parts = read_entry(path)["key_parts"]
+                except CacheEntryError:
+                    continue
+                changed = sorted(
+                    k
+                    for k in set(parts) | set(self.key_parts)
+                    if parts.get(k) != self.key_parts.get(k)
+                )
+                if closest is None or len(changed) < len(closest[2]):
+                    closest = (len(changed), path, changed)
+        if closest is None:
+            lines.append(f"  no other entry of this kernel in {self.directory}")
+        else:
+            _, path, changed = closest
+            lines.append(f"  closest entry: {path}, which differs in: {', '.join(changed)}")
+            try:
+                other = read_entry(path)["key_parts"]
+            except CacheEntryError:
+                other = {}
+            for name in changed:
+                lines.append(
+                    f"    {name}: cached {other.get(name)!r}, now {self.key_parts.get(name)!r}"
+                )
+        return "\n".join(lines)
 
     def similar_configs(self, limit: int = 8, max_scan: int = 500) -> list[Any]:
         """Configs cached for this kernel at other shapes (same everything except the shape key

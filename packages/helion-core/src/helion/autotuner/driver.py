@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
+import sys
 import time
 from typing import Any
 from typing import Callable
@@ -64,7 +66,8 @@ def autotune(
     args = tuple(args)
 
     if configs is not None:
-        return _run_finite(bound, args, list(configs), log, options)
+        with _run_log(log, bound, None):
+            return _run_finite(bound, args, list(configs), log, options)
 
     effort_name = normalize_effort(
         effort if effort is not None else getattr(settings, "autotune_effort", "full")
@@ -84,6 +87,9 @@ def autotune(
         if _assert_cache_hit():
             from helion import exc
 
+            # the error's message points here for the diagnostics
+            with contextlib.suppress(Exception):
+                print(cache.miss_report(), file=sys.stderr, flush=True)
             raise exc.CacheAssertionError(name)
     check = getattr(settings, "check_autotuning_disabled", None)
     if check is not None:
@@ -109,7 +115,8 @@ def autotune(
             if hit is not None:
                 log.info("%s: reusing the config another process just tuned: %s", name, hit)
                 return hit
-        winner, tuned = _tune(bound, args, effort_name, search, cache, log, options)
+        with _run_log(log, bound, cache):
+            winner, tuned = _tune(bound, args, effort_name, search, cache, log, options)
         if cache is not None:
             try:
                 cache.put(
@@ -153,6 +160,8 @@ def _tune(
     seeds = _seed_configs(bound, settings, cache, effort_name, profile, log)
     repeats = max(1, int(getattr(settings, "autotune_best_of_k", 1) or 1))
     cap = int(options.get("max_evaluations", profile.max_evaluations))
+    # what the search will obey: budget_seconds= passed to autotune() beats the profile's
+    budget = options.get("budget_seconds", profile.budget_seconds)
     progress_enabled = bool(getattr(settings, "autotune_progress_bar", True))
     log.info(
         "%s: autotuning with the %s search (effort %s, seed %s, up to %d configs%s)",
@@ -161,7 +170,7 @@ def _tune(
         effort_name,
         seed,
         cap,
-        f", {profile.budget_seconds:g}s budget" if profile.budget_seconds else "",
+        f", {float(budget):g}s budget" if budget is not None else "",
     )
     best = None
     progress = AutotuneProgress(
@@ -194,6 +203,7 @@ def _tune(
     summary["seconds"] = round(time.perf_counter() - progress.start, 3)
     summary["failed"] = len(harness.failures)
     report_winner(log, bound, best.best_config, summary)
+    _write_details(settings, "result", config=dict(best.best_config), summary=summary)
     plot_path = getattr(settings, "autotune_plot", None)
     if plot_path:
         written = plot_convergence(
@@ -217,7 +227,13 @@ def _candidate_filter(bound: Any, settings: Any, log: AutotuneLog) -> Callable[[
     ir, device = getattr(bound, "ir", None), bound.device
 
     def keep(config: Any) -> Any:
-        problem = problem_of(ir, config, device)
+        try:
+            problem = problem_of(ir, config, device)
+        except Exception as error:
+            # a backend bug: let compiling the candidate decide (the user's filter, below, is
+            # not guarded: its exception reaches the caller)
+            log.debug("config_problem failed on %s: %s", config, error)
+            problem = None
         if problem is not None:
             log.debug("skipping %s: %s", config, problem)
             return None
@@ -258,7 +274,78 @@ def _run_finite(
         winner,
         search.best_time,
     )
+    _write_details(settings, "result", config=dict(winner), summary=search.summary())
     return winner
+
+
+# ------------------------------------------------------------------------------------ run log
+@contextlib.contextmanager
+def _run_log(log: AutotuneLog, bound: Any, cache: AutotuneCache | None) -> Any:
+    """``<autotune_log>.log`` for the run (see AutotuneLog.start_file) and, with
+    ``autotune_log_details``, a first ``<autotune_log>.meta.jsonl`` record: the settings, the
+    cache key parts, the kernel IR and the config space's default config."""
+    settings = bound.settings
+    log.start_file()
+    try:
+        if getattr(settings, "autotune_log", None) and getattr(
+            settings, "autotune_log_details", False
+        ):
+            _start_details(settings, bound, cache)
+        yield
+    finally:
+        log.close_file()
+
+
+def _details_path(settings: Any) -> str | None:
+    base = getattr(settings, "autotune_log", None)
+    if not base or not getattr(settings, "autotune_log_details", False):
+        return None
+    return f"{base}.meta.jsonl"
+
+
+def _start_details(settings: Any, bound: Any, cache: AutotuneCache | None) -> None:
+    def attempt(fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as error:
+            return f"<unavailable: {type(error).__name__}: {error}>"
+
+    to_dict = getattr(settings, "to_dict", None)
+    record = {
+        "kernel": _kernel_name(bound),
+        "settings": attempt(lambda: to_dict(jsonable=True)) if callable(to_dict) else None,
+        "key_parts": cache.key_parts if cache is not None else None,
+        "ir": attempt(bound.ir_text) if hasattr(bound, "ir_text") else None,
+        "default_config": attempt(lambda: dict(bound.config_spec.default_config())),
+    }
+    _write_details(settings, "start", truncate=True, **record)
+
+
+def _write_details(
+    run_settings: Any, event: str, /, *, truncate: bool = False, **fields: Any
+) -> None:
+    import json
+
+    path = _details_path(run_settings)
+    if path is None:
+        return
+
+    def finite(value: Any) -> Any:  # strict JSON: no Infinity/NaN
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {str(k): finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    record = finite({"event": event, "time": time.time(), **fields})
+    try:
+        line = json.dumps(record, default=repr, sort_keys=True)
+        with open(path, "w" if truncate else "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    except (OSError, TypeError, ValueError):
+        pass
 
 
 # ------------------------------------------------------------------------------------ parts

@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-EFFORT_ALIASES = {"high": "full", "max": "full", "low": "quick", "off": "none", "0": "none"}
+#: the spellings ``Settings(autotune_effort=...)`` / ``HELION_AUTOTUNE_EFFORT`` accept, and no
+#: others: ``kernel.autotune(args, effort="low")`` used to tune while the setting refused "low"
+EFFORT_ALIASES = {"high": "full"}
 EFFORT_LEVELS = ("none", "quick", "full")
 
 
@@ -109,8 +111,16 @@ def normalize_effort(effort: str | None) -> str:
     """Map a user spelling (``high``, ``QUICK``) to one of ``none|quick|full``."""
     if effort is None:
         return "full"
-    name = str(effort).strip().lower()
-    name = EFFORT_ALIASES.get(name, name)
+    try:
+        from helion.runtime.settings import parse_autotune_effort
+    except ImportError:
+        parse_autotune_effort = None  # type: ignore[assignment]
+    if parse_autotune_effort is not None:
+        # one parser for the setting and the effort= argument: same spellings, same error
+        # (helion.exc.InvalidSetting, a ValueError)
+        return parse_autotune_effort(effort, "effort")
+    name = effort.strip().lower() if isinstance(effort, str) else None
+    name = EFFORT_ALIASES.get(name, name) if name is not None else None
     if name not in PROFILES:
         raise ValueError(
             f"unknown autotune effort {effort!r}; expected one of {', '.join(EFFORT_LEVELS)} "

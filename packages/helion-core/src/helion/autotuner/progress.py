@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -66,11 +67,53 @@ def _parse_level(raw: object) -> int:
 
 
 class AutotuneLog:
-    """Level-filtered logging for one autotune run (the settings decide, not the logger's level)."""
+    """Level-filtered logging for one autotune run (the settings decide, not the logger's level).
+
+    With ``settings.autotune_log`` set, :meth:`start_file` (called when a search or a
+    ``configs=[...]`` benchmark starts, not on a cache hit) opens ``<autotune_log>.log``, and every
+    line of the run, debug lines included and whatever ``autotune_log_level`` says, goes there
+    too, next to the ``.csv`` of the same run.
+    """
 
     def __init__(self, settings: Any = None, *, kernel_name: str = "") -> None:
         self.level = _parse_level(getattr(settings, "autotune_log_level", logging.INFO))
         self.kernel_name = kernel_name
+        self._base_path = getattr(settings, "autotune_log", None)
+        self._file: Any = None
+
+    @property
+    def file_path(self) -> str | None:
+        return f"{os.fspath(self._base_path)}.log" if self._base_path else None
+
+    def start_file(self) -> None:
+        """Open (truncate) ``<autotune_log>.log`` for this run; a path that cannot be written
+        is reported once and the run goes on without the file."""
+        path = self.file_path
+        if path is None or self._file is not None:
+            return
+        try:
+            directory = os.path.dirname(path)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close_file)
+        except OSError as error:
+            self._base_path = None
+            self.warning("could not write the autotune log %s: %s", path, error)
+
+    def close_file(self) -> None:
+        if self._file is not None:
+            handle, self._file = self._file, None
+            with contextlib.suppress(OSError):
+                handle.close()
+
+    def _write_file(self, level: int, message: str, args: tuple[object, ...]) -> None:
+        try:
+            text = message % args if args else message
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            self._file.write(f"{stamp} {logging.getLevelName(level)} {text}\n")
+            self._file.flush()
+        except Exception:
+            self.close_file()
 
     @property
     def silent(self) -> bool:
@@ -80,6 +123,8 @@ class AutotuneLog:
         return not self.silent and level >= self.level
 
     def __call__(self, level: int, message: str, *args: object) -> None:
+        if self._file is not None:
+            self._write_file(level, message, args)
         if not self.enabled(level):
             return
         _ensure_visible_handler()

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 class Evaluator(Protocol):
     def evaluate(self, configs: Sequence[Config]) -> list[float]:
-        """Milliseconds per config, ``math.inf`` for a config that failed."""
+        """Milliseconds per config, ``math.inf`` for a config that failed, ``math.nan`` for one
+        that was not measured because the time budget ran out (it ends the search)."""
         ...
 
 
@@ -162,6 +163,7 @@ class BaseSearch:
         self.config_overrides = dict(config_overrides or {})
         self.config_filter = config_filter
         self.invalid_candidates = 0  # before the seeds: preparing them counts the refused ones
+        self.filtered_candidates = 0  # of those, the ones config_filter returned None for
         self.seed_configs = [c for c in (self.prepare(s) for s in seed_configs) if c is not None]
         self.history: list[Trial] = []
         self.best_config: Config | None = None
@@ -206,19 +208,27 @@ class BaseSearch:
             candidate = make_config(values)
             normalized = self.spec.normalize(candidate)
             candidate = candidate if normalized is None else make_config(normalized)
-            if self.config_filter is not None:
-                filtered = self.config_filter(candidate)
-                if filtered is None:
-                    self.invalid_candidates += 1
-                    return None
-                if filtered is not candidate:
-                    normalized = self.spec.normalize(make_config(filtered))
-                    candidate = (
-                        make_config(filtered) if normalized is None else make_config(normalized)
-                    )
-            return candidate
         except Exception:
             # InvalidConfig and friends: the candidate simply is not part of the space
+            self.invalid_candidates += 1
+            return None
+        if self.config_filter is None:
+            return candidate
+        # outside the try above: an exception raised by the filter (the user's
+        # autotune_config_filter; the driver guards the backend's config_problem itself) is a
+        # bug to report, not a verdict on the candidate -- swallowed, it rejected every
+        # candidate and the search ended in a NoConfigFound blaming the config spec
+        filtered = self.config_filter(candidate)
+        if filtered is None:
+            self.invalid_candidates += 1
+            self.filtered_candidates += 1
+            return None
+        if filtered is candidate:
+            return candidate
+        try:
+            normalized = self.spec.normalize(make_config(filtered))
+            return make_config(filtered) if normalized is None else make_config(normalized)
+        except Exception:
             self.invalid_candidates += 1
             return None
 
@@ -303,8 +313,16 @@ class BaseSearch:
                 raise RuntimeError(
                     f"evaluator returned {len(times)} times for {len(chunk)} configs"
                 )
+            skipped = False
             for config, ms in zip(chunk, times, strict=True):
+                if math.isnan(float(ms)):
+                    # not measured (out of time): neither a trial nor a failure, so it does not
+                    # count as measured nor teach the search that the config is bad
+                    skipped = True
+                    continue
                 self._record(config, float(ms))
+            if skipped:
+                raise BudgetExhausted
         return [
             math.inf if c is None else self._times.get(config_key(c), math.inf) for c in prepared
         ]
@@ -342,9 +360,16 @@ class BaseSearch:
             from helion import exc
 
             failed = self.evaluations
+            rejected = f"{self.invalid_candidates} candidate(s) were rejected by the config spec"
+            if self.filtered_candidates:
+                rejected = (
+                    f"{self.invalid_candidates} candidate(s) were rejected ("
+                    f"{self.filtered_candidates} by the config filter: "
+                    "autotune_config_filter or the backend's config_problem)"
+                )
             raise exc.NoConfigFound(
                 hint=f"the {self.name} search measured {failed} config(s), all failed, and "
-                f"{self.invalid_candidates} candidate(s) were rejected by the config spec"
+                f"{rejected}"
             )
         return self.best_config
 
