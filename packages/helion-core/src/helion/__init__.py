@@ -74,6 +74,10 @@ def __getattr__(name: str) -> Any:
         import helion.runtime as runtime
 
         return runtime
+    if name == "experimental":
+        import helion.experimental as experimental
+
+        return experimental
     if name == "autotuner":
         import helion.autotuner as autotuner
 
