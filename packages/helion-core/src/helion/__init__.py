@@ -65,6 +65,21 @@ def kernel(
 jit = kernel
 
 
+def from_cache(
+    *, max_configs: int | None = None, configs: Sequence[Config | dict] = ()
+) -> Callable[..., Any]:
+    """An `autotuner_fn` that picks the fastest of the configs cached for a kernel.
+
+    `@helion.kernel(autotuner_fn=helion.from_cache())`: a specialization not tuned yet runs a
+    finite search over the best configs cached for the same kernel source (other shapes and
+    devices, most recent first, at most `max_configs`) plus `configs`; with nothing to try, the
+    default config (logged). See `helion.autotuner.from_cache.CachedFiniteSearch`.
+    """
+    from helion.autotuner.from_cache import from_cache as make
+
+    return make(max_configs=max_configs, configs=configs)
+
+
 def __getattr__(name: str) -> Any:
     if name == "Kernel":
         from helion.runtime.kernel import Kernel

@@ -932,6 +932,12 @@ class NotEnoughConfigs(BaseError):
         return (_rebuild, (type(self), (self.detail,), {}, self.loc, self._hint_override))
 
 
+class AutotuneMultiError(BaseError):
+    """``Kernel.autotune_multi`` cannot tune these argument sets together."""
+
+    message = "autotune_multi: {0}"
+
+
 class NoConfigFound(BaseError):
     message = "No working config found from autotuning. {0}"
     defaults = ("",)
@@ -1186,6 +1192,19 @@ class CacheCorrupt(BaseWarning):
 
 class AutotuneCandidateFailed(BaseWarning):
     message = "Autotune candidate {0} failed: {1}"
+
+
+class AccuracyCheckDisabled(BaseWarning):
+    message = (
+        "Autotuning {0}: the accuracy baseline ({1}) failed ({2}); the accuracy check is off for "
+        "this run, so configs will not be checked against a reference output and a config that "
+        "computes wrong results can win."
+    )
+    hint = (
+        "Make the default config work, or pass autotune_baseline_fn= (a reference "
+        "implementation) so candidates are checked; autotune_accuracy_check=False (or "
+        "ignore_warnings=[helion.exc.AccuracyCheckDisabled]) silences this."
+    )
 
 
 class EmptyReduction(BaseError):

@@ -36,6 +36,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ConfigSpec": (".config_spec", "ConfigSpec"),
     # driver
     "autotune": (".driver", "autotune"),
+    "autotune_multi": (".multi", "autotune_multi"),
+    "from_cache": (".from_cache", "from_cache"),
+    "CachedFiniteSearch": (".from_cache", "CachedFiniteSearch"),
     # searches
     "BaseSearch": (".search", "BaseSearch"),
     "SurrogateSearch": (".search", "SurrogateSearch"),
@@ -96,6 +99,9 @@ if TYPE_CHECKING:
     from helion.autotuner.driver import autotune as autotune
     from helion.autotuner.effort import EffortProfile as EffortProfile
     from helion.autotuner.effort import get_effort_profile as get_effort_profile
+    from helion.autotuner.from_cache import CachedFiniteSearch as CachedFiniteSearch
+    from helion.autotuner.from_cache import from_cache as from_cache
+    from helion.autotuner.multi import autotune_multi as autotune_multi
     from helion.autotuner.search import BaseSearch as BaseSearch
     from helion.autotuner.search import CallableEvaluator as CallableEvaluator
     from helion.autotuner.search import DifferentialEvolutionSearch as DifferentialEvolutionSearch

@@ -1142,12 +1142,29 @@ class BenchmarkHarness:
             output, mutated = self._run_default(default)
             return Baseline(output, mutated, atol, rtol, check_fn, source="default config")
         except Exception as error:
-            self.log.warning(
-                "accuracy check disabled: the baseline (%s) failed: %s",
+            self._warn_accuracy_check_disabled(
                 "autotune_baseline_fn" if baseline_fn is not None else "default config",
                 _describe(error),
             )
             return None
+
+    def _warn_accuracy_check_disabled(self, source: str, reason: str) -> None:
+        """A baseline that fails or hangs turns the accuracy check off for the whole run: say
+        so where the user sees it (a warning, not only a log line that log level 0 hides)."""
+        kernel = getattr(getattr(self.bound, "kernel", None), "name", None) or "kernel"
+        self.log.warning(
+            "accuracy check disabled: the baseline (%s) failed: %s; configs will not be "
+            "checked against a reference output",
+            source,
+            reason,
+        )
+        from helion import exc
+
+        exc.warn(
+            exc.AccuracyCheckDisabled(kernel, source, reason),
+            self.settings,
+            stacklevel=user_stacklevel(),
+        )
 
     def _run_default(self, default: Any) -> tuple[Any, dict[int, Any]]:
         # the first-run limit of any candidate: a default config that hangs must not cost a

@@ -46,6 +46,9 @@ ENTRY_SUFFIX = ".json"
 #: key parts that differ between shapes of the same kernel; entries differing only in these are
 #: used to warm-start a search ("from_best_available")
 SHAPE_KEY_PARTS = ("specialization_key", "extra_results", "config_spec")
+#: key parts naming the kernel's source: entries that agree on these are tunings of the same
+#: kernel (at other shapes, devices or versions), the configs ``helion.from_cache`` tries
+SOURCE_KEY_PARTS = ("kernel", "source_hash", "kernel_source_hash")
 
 
 # ------------------------------------------------------------------------------ locations
@@ -259,17 +262,34 @@ class AutotuneCache:
     """The cache entry of one bound kernel."""
 
     def __init__(
-        self, bound: Any, *, directory: Path | str | None = None, settings: Any = None
+        self,
+        bound: Any,
+        *,
+        directory: Path | str | None = None,
+        settings: Any = None,
+        key_parts: dict[str, str] | None = None,
+        config_spec: Any = None,
+        label: str | None = None,
     ) -> None:
+        """``key_parts`` replaces the bound kernel's own (``autotune_multi`` keys one entry on
+        several argument sets); ``config_spec`` checks cached configs instead of the bound
+        kernel's spec (there: the space shared by every set); ``label`` goes into the file
+        name (``autotune_multi``'s ``cache_tag``)."""
         self.bound = bound
         self.settings = settings if settings is not None else getattr(bound, "settings", None)
         self.directory = Path(directory) if directory is not None else cache_root()
-        self.key_parts = key_parts_of(bound, self.settings)
-        if getattr(self.settings, "autotune_cache", None) in STRICT_CACHES:
-            self.key_parts["library_sources"] = library_source_hash(bound)
+        self.config_spec = (
+            config_spec if config_spec is not None else getattr(bound, "config_spec", None)
+        )
+        if key_parts is None:
+            key_parts = key_parts_of(bound, self.settings)
+            if getattr(self.settings, "autotune_cache", None) in STRICT_CACHES:
+                key_parts["library_sources"] = library_source_hash(bound)
+        self.key_parts = dict(key_parts)
         self.key = hash_key_parts(self.key_parts)
         self.kernel_name = str(getattr(getattr(bound, "kernel", None), "name", None) or "kernel")
-        self.path = self.directory / f"{_slug(self.kernel_name)}-{self.key[:24]}{ENTRY_SUFFIX}"
+        stem = _slug(self.kernel_name) + (f"-{_slug(label)}" if label else "")
+        self.path = self.directory / f"{stem}-{self.key[:24]}{ENTRY_SUFFIX}"
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.tuning_lock_path = self.path.with_name(self.path.name + ".tuning.lock")
         # get() runs twice per tuning (before and under the tuning lock): warn once per reason
@@ -332,7 +352,7 @@ class AutotuneCache:
         except Exception as error:
             raise CacheEntryError(f"invalid config: {error}") from None
         try:
-            normalized = self.bound.config_spec.normalize(config)
+            normalized = self.config_spec.normalize(config)
         except Exception as error:
             raise CacheEntryError(
                 f"stale: the config does not fit this kernel's config space ({error})"
@@ -453,6 +473,44 @@ class AutotuneCache:
                 continue
         found.sort(key=lambda item: -item[0])
         return [config for _, config in found[:limit]]
+
+    def kernel_configs(self, limit: int | None = None, max_scan: int = 500) -> list[Any]:
+        """The configs cached for this kernel's source under any key (other shapes, devices,
+        ``autotune_multi`` entries, this entry too), newest first, that fit this kernel's
+        spec, without duplicates; at most ``limit`` (None: all of the ``max_scan`` entries
+        looked at)."""
+        if not self.enabled or (limit is not None and limit <= 0):
+            return []
+        source = {k: v for k, v in self.key_parts.items() if k in SOURCE_KEY_PARTS}
+        if not source:
+            return []  # nothing says which entries come from the same source
+        found: list[tuple[float, Any]] = []
+        with contextlib.suppress(OSError):
+            paths = sorted(self.directory.glob(f"{_slug(self.kernel_name)}-*{ENTRY_SUFFIX}"))
+            for scanned, path in enumerate(paths):
+                if scanned >= max_scan:
+                    break
+                try:
+                    data = read_entry(path)
+                    parts = data["key_parts"]
+                    if any(parts.get(k) != v for k, v in source.items()):
+                        continue
+                    config = self._config_from(data["config"])
+                    found.append((float(data.get("created") or 0.0), config))
+                except (CacheEntryError, TypeError, ValueError):
+                    continue
+        found.sort(key=lambda item: -item[0])
+        configs: list[Any] = []
+        seen: set[str] = set()
+        for _, config in found:
+            text = json.dumps(dict(config), sort_keys=True, default=repr)
+            if text in seen:
+                continue
+            seen.add(text)
+            configs.append(config)
+            if limit is not None and len(configs) >= limit:
+                break
+        return configs
 
 
 def _json_ok(value: Any) -> bool:

@@ -4,6 +4,8 @@ Order of decisions:
 1. ``configs=[...]`` given: benchmark exactly those (FiniteSearch; fewer than 2 -> NotEnoughConfigs);
    the result is not cached (the choice is the caller's list, not the kernel's).
 2. effort ``none``: the spec's default config, no measuring.
+2b. ``settings.autotuner_fn`` set (e.g. ``helion.from_cache()``): its autotuner decides, in
+   place of the cache and the search (inside it, ``autotune`` runs the built-in tuner).
 3. the on-disk cache, unless ``force`` / ``HELION_FORCE_AUTOTUNE`` / ``HELION_SKIP_CACHE``; a
    cache directory that cannot hold the tuning lock is warned about and tuning goes on without
    the cache.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import math
 import sys
 import time
@@ -77,6 +80,12 @@ def autotune(
         log.info("%s: autotune_effort='none', using the default config %s", name, config)
         return config
 
+    hook = getattr(settings, "autotuner_fn", None)
+    if hook is not None and not _in_autotuner_fn.get():
+        # the user's autotuner replaces the cache and the search (as public Helion's default
+        # autotuner_fn is the one that wraps its search in the cache)
+        return _run_autotuner_fn(hook, bound, args, options)
+
     force = force or bool(getattr(settings, "force_autotune", False))
     cache = _open_cache(bound, settings, log)
     if cache is not None and not force:
@@ -133,6 +142,38 @@ def autotune(
     return winner
 
 
+# ------------------------------------------------------------------------------------ hook
+# set while settings.autotuner_fn runs: an autotuner that calls autotune() itself (to tune the
+# usual way after all) gets the built-in tuner, not itself again
+_in_autotuner_fn: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "helion_in_autotuner_fn", default=False
+)
+
+
+def _run_autotuner_fn(
+    hook: Callable[..., Any], bound: Any, args: tuple[Any, ...], options: dict[str, Any]
+) -> Any:
+    """``settings.autotuner_fn(bound, args, **options).autotune()``, normalized for ``bound``."""
+    token = _in_autotuner_fn.set(True)
+    try:
+        tuner = hook(bound, args, **options)
+        config = tuner.autotune() if hasattr(tuner, "autotune") else tuner
+    finally:
+        _in_autotuner_fn.reset(token)
+    if config is None:
+        raise TypeError(
+            f"settings.autotuner_fn {hook!r} gave no config for kernel {_kernel_name(bound)!r}: "
+            "it must return an object whose autotune() returns a helion.Config"
+        )
+    return _normalized(bound.config_spec, _as_config(config))
+
+
+def _as_config(value: Any) -> Any:
+    from helion.runtime.config import Config
+
+    return value if isinstance(value, Config) else Config(**dict(value))
+
+
 # ------------------------------------------------------------------------------------ tune
 def _tune(
     bound: Any,
@@ -142,13 +183,25 @@ def _tune(
     cache: AutotuneCache | None,
     log: AutotuneLog,
     options: dict[str, Any],
+    *,
+    space: Any = None,
+    seeds: list[Any] | None = None,
+    config_filter: Callable[[Any], Any] | bool | None = True,
+    make_evaluator: Callable[[EffortProfile, AutotuneProgress], Any] | None = None,
+    evaluations_per_config: int = 1,
 ) -> tuple[Any, Any]:
+    """Search ``bound``'s config space with ``args``. ``autotune_multi`` passes the rest: the
+    shared ``space``, the ``seeds`` of every argument set, their combined ``config_filter``
+    (``True``: the bound kernel's own), an evaluator that measures every set, and how many
+    measurements one config costs (for the progress bar)."""
     from helion.autotuner.benchmarking import BenchmarkHarness
     from helion.autotuner.search import get_search
+    from helion.autotuner.search_space import SearchSpaceReport
 
     settings = bound.settings
     name = _kernel_name(bound)
-    overrides = _checked_overrides(bound, settings)
+    space = bound.config_spec if space is None else space
+    overrides = _checked_overrides(bound, settings, space)
     profile = _profile_for(effort_name, settings)
     search_cls = get_search(
         search or getattr(settings, "autotune_search", None) or profile.default_search
@@ -157,7 +210,12 @@ def _tune(
     seed = options.pop("seed", None)
     if seed is None:
         seed = getattr(settings, "autotune_random_seed", None)
-    seeds = _seed_configs(bound, settings, cache, effort_name, profile, log)
+    if seeds is None:
+        seeds = _seed_configs(bound, settings, cache, effort_name, profile, log)
+    if config_filter is True:
+        config_filter = _candidate_filter(bound, settings, log)
+    report = SearchSpaceReport(settings, log, name)
+    report.start(space, search=search_cls.name, effort=effort_name)
     repeats = max(1, int(getattr(settings, "autotune_best_of_k", 1) or 1))
     cap = int(options.get("max_evaluations", profile.max_evaluations))
     # what the search will obey: budget_seconds= passed to autotune() beats the profile's
@@ -174,30 +232,40 @@ def _tune(
     )
     best = None
     progress = AutotuneProgress(
-        log, kernel_name=name, total=cap * repeats, enabled=progress_enabled
+        log,
+        kernel_name=name,
+        total=cap * repeats * evaluations_per_config,
+        enabled=progress_enabled,
     )
-    harness = BenchmarkHarness(
-        bound, args, settings=settings, profile=profile, log=log, progress=progress
-    )
+    if make_evaluator is None:
+        harness = BenchmarkHarness(
+            bound, args, settings=settings, profile=profile, log=log, progress=progress
+        )
+    else:
+        harness = make_evaluator(profile, progress)
+    measured: list[Any] = []
     with progress, harness:
         for attempt in range(repeats):
             searcher = search_cls(
-                bound.config_spec,
+                space,
                 harness,
                 profile=profile,
                 seed=None if seed is None else int(seed) + attempt,
                 seed_configs=seeds,
                 max_generations=getattr(settings, "autotune_max_generations", None),
                 config_overrides=overrides,
-                config_filter=_candidate_filter(bound, settings, log),
+                config_filter=config_filter,
                 **options,
             )
             try:
                 searcher.run()
             except Exception as error:
                 _raise_with_failures(error, harness)
+            finally:
+                measured.extend(trial.config for trial in searcher.history)
             if best is None or searcher.best_time < best.best_time:
                 best = searcher
+    report.finish(space, measured)
     assert best is not None and best.best_config is not None
     summary = best.summary()
     summary["seconds"] = round(time.perf_counter() - progress.start, 3)
@@ -421,7 +489,7 @@ def _warn_cache_unusable(log: AutotuneLog, name: str, cache: AutotuneCache, erro
     )
 
 
-def _checked_overrides(bound: Any, settings: Any) -> dict[str, Any] | None:
+def _checked_overrides(bound: Any, settings: Any, space: Any = None) -> dict[str, Any] | None:
     """``settings.autotune_config_overrides`` once the kernel's spec accepts them on top of its
     default config: the search forces them on every candidate, so a bad key or value would
     otherwise reject every candidate without saying which override is to blame."""
@@ -431,7 +499,7 @@ def _checked_overrides(bound: Any, settings: Any) -> dict[str, Any] | None:
     overrides = getattr(settings, "autotune_config_overrides", None)
     if not overrides:
         return None
-    spec = bound.config_spec
+    spec = bound.config_spec if space is None else space
     try:
         spec.normalize(make_config({**dict(spec.default_config()), **overrides}))
     except (exc.InvalidConfig, TypeError, ValueError) as error:

@@ -283,6 +283,52 @@ class Kernel:
         args = self.normalize_args(*self._argument_tuple("autotune", args))
         return self.bind(args).autotune(args, force=force, **options)
 
+    def autotune_multi(
+        self,
+        arg_sets: Sequence[Sequence[Any]],
+        *,
+        aggregation: str = "geomean",
+        relative_to: str | None = None,
+        cache_tag: str | None = None,
+        force: bool = True,
+        **options: Any,
+    ) -> Config:
+        """Tune one config for several argument sets (e.g. the kernel at several sizes).
+
+        Every candidate runs on every set, each through the bound kernel of its own set, and
+        must work on all of them; its score aggregates the per-set times. The winner is set on
+        the bound kernel of every set and cached under a key covering all the sets.
+
+        Args:
+            arg_sets: a list of argument tuples, one per set, all of the same arity.
+            aggregation: ``"geomean"`` of the per-set values, or ``"max"`` (the worst set).
+            relative_to: ``None`` (raw times), ``"default"`` (each set's time over its default
+                config's) or ``"baseline"`` (over the autotuner's baseline on that set:
+                ``autotune_baseline_fn`` if set, else the default config).
+            cache_tag: names the cache entry (part of its key and file name).
+            force: ignore a cached result (the new result is still stored).
+            **options: as for `autotune`: ``effort=``, ``search=``, ``max_evaluations=``,
+                ``budget_seconds=``, ``seed=``.
+
+        Returns:
+            The winning config.
+
+        Raises:
+            helion.exc.AutotuneMultiError: no sets, sets of different arity, a bad
+                ``aggregation`` / ``relative_to``, or config spaces of different shape.
+        """
+        from helion.autotuner.multi import autotune_multi
+
+        return autotune_multi(
+            self,
+            arg_sets,
+            aggregation=aggregation,
+            relative_to=relative_to,
+            cache_tag=cache_tag,
+            force=force,
+            **options,
+        )
+
     def reset(self) -> None:
         self._warm = None
         self._bound.clear()

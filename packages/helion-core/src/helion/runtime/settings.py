@@ -557,16 +557,20 @@ class _SettingsFields:
         "Also write <autotune_log>.meta.jsonl (settings, IR, configs).",
     )
     autotune_log_search_space: bool = _bool_setting(
-        "HELION_AUTOTUNE_LOG_SEARCH_SPACE", False, "Log a search-space coverage report."
+        "HELION_AUTOTUNE_LOG_SEARCH_SPACE",
+        False,
+        "Log the config space (fields, choices, size) before a search and its coverage after.",
     )
     autotune_log_search_space_verbose: bool = _bool_setting(
-        "HELION_AUTOTUNE_LOG_SEARCH_SPACE_VERBOSE", False, "Verbose search-space report."
+        "HELION_AUTOTUNE_LOG_SEARCH_SPACE_VERBOSE",
+        False,
+        "Also log each fragment's choices (implies autotune_log_search_space).",
     )
     autotune_log_search_space_path: str | None = _setting(
         "HELION_AUTOTUNE_LOG_SEARCH_SPACE_PATH",
         _parse_optional_str,
         None,
-        "Write the search-space report as JSON to this path.",
+        "Write the search-space report (space, choices, coverage) as JSON to this path.",
     )
     autotune_compile_timeout: int = _int_setting(
         "HELION_AUTOTUNE_COMPILE_TIMEOUT",
@@ -720,7 +724,8 @@ class _SettingsFields:
         None,
         _parse_callable,
         None,
-        "(bound_kernel, args, **kw) -> autotuner; None uses the default (autotune_search + cache).",
+        "(bound_kernel, args, **kw) -> autotuner with autotune() -> Config, replacing the cache "
+        "and the search (e.g. helion.from_cache()); None uses the default (autotune_search + cache).",
     )
     autotune_benchmark_fn: Callable[..., Any] | None = _setting(
         None,
