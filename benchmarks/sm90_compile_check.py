@@ -67,10 +67,29 @@ def _divisible(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value % 16 == 0
 
 
-def _cases(kernels: list[str], benches: list[str]) -> list[tuple[str, object, object]]:
-    """(name, kernel function, args factory): the examples' own cases at their test shapes, or
-    the benchmarks' kernels at the sizes benchmarks/run.py times (CPU tensors)."""
+def _cases(
+    kernels: list[str], benches: list[str], conformance: list[str] = ()
+) -> list[tuple[str, object, object]]:
+    """(name, kernel function, args factory): the examples' own cases at their test shapes, the
+    benchmarks' kernels at the sizes benchmarks/run.py times, or core's conformance cases
+    (`helion.testing`: empty_slices, shared_block_size) on their inputs (CPU tensors)."""
     import torch
+
+    if conformance:
+        from helion.testing import empty_slices
+        from helion.testing import shared_block_size
+
+        families = {
+            "empty_slices": [
+                (c.id, c.fn, lambda c=c: c.inputs(torch.Generator().manual_seed(0), "cpu")[0])
+                for c in empty_slices.EMPTY_SLICE_CASES
+            ],
+            "shared_block_size": [
+                (c.id, c.fn, lambda c=c: c.inputs())
+                for c in shared_block_size.BLOCK_SIZE_CASES
+            ],
+        }
+        return [case for family in conformance for case in families[family]]
 
     sys.path.insert(0, str(ROOT / "examples"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -103,7 +122,13 @@ def _cases(kernels: list[str], benches: list[str]) -> list[tuple[str, object, ob
     return found
 
 
-def record(out: Path, kernels: list[str], benches: list[str], random_configs: int) -> int:
+def record(
+    out: Path,
+    kernels: list[str],
+    benches: list[str],
+    random_configs: int,
+    conformance: list[str] = (),
+) -> int:
     import torch
     import triton
 
@@ -160,7 +185,7 @@ def record(out: Path, kernels: list[str], benches: list[str], random_configs: in
     )
     triton.runtime.jit.JITFunction.run = recording_run
     count = 0
-    for name, fn, make_args in _cases(kernels, benches):
+    for name, fn, make_args in _cases(kernels, benches, conformance):
         kernel = helion.kernel(fn, backend="triton", autotune_effort="none")
         args = make_args()
         args = tuple(a.cpu() if isinstance(a, torch.Tensor) else a for a in args)
@@ -336,6 +361,11 @@ def main() -> int:
         default="",
         help="benchmarks/run.py kernels at its sizes, instead of the examples",
     )
+    parser.add_argument(
+        "--conformance",
+        default="",
+        help="core's conformance cases instead of the examples: empty_slices,shared_block_size",
+    )
     parser.add_argument("--random", type=int, default=0)
     parser.add_argument(
         "--resources",
@@ -347,7 +377,9 @@ def main() -> int:
     directory.mkdir(parents=True, exist_ok=True)
     if ns.mode in ("check", "record"):
         split = lambda text: [k for k in text.split(",") if k]  # noqa: E731
-        status = record(directory, split(ns.kernels), split(ns.benches), ns.random)
+        status = record(
+            directory, split(ns.kernels), split(ns.benches), ns.random, split(ns.conformance)
+        )
         if ns.mode == "record" or status:
             return status
     return compile_all(directory, verbose=ns.resources)

@@ -271,13 +271,16 @@ def _box(ctx: Any, node: Node) -> tuple[str, list[BoxDim] | None]:
     dims = box_dims(ctx, node)
     if dims is None:
         return "pointer", None
+    tensor_dtype = node.attrs["tensor"].dtype
     if (
         style == "tensor_descriptor"
         and ctx.target.has_tensor_descriptor
         and _descriptor_ok(ctx, node, dims)
     ):
         return "tensor_descriptor", dims
-    if style == "block_ptr" and ctx.target.has_block_ptr:
+    if style == "block_ptr" and ctx.target.has_block_ptr and tensor_dtype != torch.bool:
+        # a block pointer to a bool tensor has int8 elements: compiled Triton refuses to store
+        # an int1 tile through it (and a load would give int8 where the IR holds bool)
         return "block_ptr", dims
     return "pointer", None
 

@@ -142,13 +142,8 @@ def triton_version() -> str:
         return "not installed"
 
 
-@functools.lru_cache(maxsize=1)
-def reshaped_dot_accumulator_ok() -> bool:
-    """Whether this Triton compiles a dot whose accumulator is a 3-D tile reshaped to 2-D.
-
-    Triton 3.6 crashes in TritonGPURemoveLayoutConversions on such a dot when an operand is a
-    tensor-descriptor load (attention's ``P @ V`` on one batch row per program, on the H200);
-    3.9 compiles it. Where it is not ok, the accumulator is added after the dot instead."""
+def _version_at_least(major: int, minor: int) -> bool:
+    """Whether the installed Triton is at least ``major.minor`` (True when none is installed)."""
     version = triton_version()
     if version == "not installed":
         return True
@@ -156,4 +151,26 @@ def reshaped_dot_accumulator_ok() -> bool:
     for piece in version.split(".")[:2]:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
-    return tuple(parts) >= (3, 7)
+    return tuple(parts) >= (major, minor)
+
+
+@functools.lru_cache(maxsize=1)
+def unrolled_reduction_loops_ok() -> bool:
+    """Whether this Triton compiles a ``tl.range`` loop with ``loop_unroll_factor`` > 1 whose
+    body reduces a tile (``acc = acc + tl.sum(chunk, 1)``).
+
+    Triton 3.6 asserts in TritonGPUOptimizeThreadLocality (``isa<BlockArgument>(accumOperand)``)
+    on such a loop for sm_90 (seen on the H200 for a row sum over a run-time bound, reproduced
+    with `benchmarks/sm90_compile_check.py`); 3.9 compiles it. Where it is not ok, such loops
+    are not unrolled."""
+    return _version_at_least(3, 7)
+
+
+@functools.lru_cache(maxsize=1)
+def reshaped_dot_accumulator_ok() -> bool:
+    """Whether this Triton compiles a dot whose accumulator is a 3-D tile reshaped to 2-D.
+
+    Triton 3.6 crashes in TritonGPURemoveLayoutConversions on such a dot when an operand is a
+    tensor-descriptor load (attention's ``P @ V`` on one batch row per program, on the H200);
+    3.9 compiles it. Where it is not ok, the accumulator is added after the dot instead."""
+    return _version_at_least(3, 7)

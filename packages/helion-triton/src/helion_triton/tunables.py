@@ -22,6 +22,7 @@ from helion.language import _ops as ops
 from helion.runtime.config import Config
 from helion_triton.analysis import KernelAnalysis
 from helion_triton.target import TritonTarget
+from helion_triton.target import unrolled_reduction_loops_ok
 
 # tl.range keyword of each per-loop range tunable
 RANGE_FIELDS = {
@@ -64,7 +65,8 @@ class TritonOptions:
 
     @classmethod
     def from_config(cls, config: Config, ir: KernelIR, target: TritonTarget) -> TritonOptions:
-        n_inner = len(ir.inner_loops())
+        inner_loops = ir.inner_loops()
+        n_inner = len(inner_loops)
         range_options: list[dict[str, Any]] = [{} for _ in range(n_inner)]
         for field, keyword in RANGE_FIELDS.items():
             values = _list(config.get(field), n_inner, None)
@@ -73,6 +75,12 @@ class TritonOptions:
             for index, value in enumerate(values):
                 if value is None:
                     continue
+                if (
+                    field == "range_unroll_factors"
+                    and not unrolled_reduction_loops_ok()
+                    and _reduces(inner_loops[index])
+                ):
+                    continue  # this Triton crashes compiling it (unrolled_reduction_loops_ok)
                 if field in ("range_unroll_factors", "range_num_stages"):
                     if int(value) > 0:
                         range_options[index][keyword] = int(value)
@@ -534,6 +542,13 @@ def _tile_shapes(ir: KernelIR) -> list[tuple[list[Any], str, bool]]:
 
 # registers a GPU thread can hold; an MMA accumulator must fit in them
 MAX_REGISTERS_PER_THREAD = 255
+
+
+def _reduces(loop: Any) -> bool:
+    """Whether an inner loop's body (nested loops included) reduces a tile."""
+    return loop.node is not None and any(
+        node.op.reduction for region in loop.node.regions for node in region.walk()
+    )
 
 
 def tile_problem(ir: KernelIR, config: Config, *, gpu: bool = False) -> str | None:
