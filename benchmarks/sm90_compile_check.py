@@ -85,8 +85,7 @@ def _cases(
                 for c in empty_slices.EMPTY_SLICE_CASES
             ],
             "shared_block_size": [
-                (c.id, c.fn, lambda c=c: c.inputs())
-                for c in shared_block_size.BLOCK_SIZE_CASES
+                (c.id, c.fn, lambda c=c: c.inputs()) for c in shared_block_size.BLOCK_SIZE_CASES
             ],
         }
         return [case for family in conformance for case in families[family]]
