@@ -141,10 +141,33 @@ def empty(*size: Any, dtype: torch.dtype | None = None, device: Any = None) -> t
     if device.type == "cuda":
         from torch.distributed import _symmetric_memory as torch_symm
 
-        return torch_symm.empty(dims, dtype=dtype, device=device)
+        tensor = torch_symm.empty(dims, dtype=dtype, device=device)
+        _remember_cuda_allocation(tensor)
+        return tensor
     raise SymmetricMemoryError(
         f"symmetric memory is available on CPU and CUDA devices, not {device.type}"
     )
+
+
+# CUDA allocations made by `empty`: storage address -> (bytes, the tensor, weakly). Torch's own
+# test (`is_symm_mem_tensor`) is missing or answers False before a rendezvous in some releases
+# (torch 2.11 on the H200 said False for a fresh allocation)
+_cuda_allocations: dict[int, tuple[int, weakref.ref]] = {}
+
+
+def _remember_cuda_allocation(tensor: torch.Tensor) -> None:
+    storage = tensor.untyped_storage()
+    address = storage.data_ptr()
+    _cuda_allocations[address] = (storage.nbytes(), weakref.ref(tensor))
+    weakref.finalize(tensor, _cuda_allocations.pop, address, None)
+
+
+def _in_cuda_allocation(tensor: torch.Tensor) -> bool:
+    address = tensor.untyped_storage().data_ptr()
+    for start, (size, ref) in list(_cuda_allocations.items()):
+        if start <= address < start + max(size, 1) and ref() is not None:
+            return True
+    return False
 
 
 def is_symm_mem_tensor(tensor: torch.Tensor) -> bool:
@@ -153,6 +176,9 @@ def is_symm_mem_tensor(tensor: torch.Tensor) -> bool:
         return _cpu.find_allocation(tensor) is not None
     if tensor.device.type == "cuda":
         from torch.distributed import _symmetric_memory as torch_symm
+
+        if _in_cuda_allocation(tensor):
+            return True
 
         try:
             return bool(torch_symm.is_symm_mem_tensor(tensor))
