@@ -264,6 +264,36 @@ def non_member_call(rank: int, world_size: int) -> str:
     return "ok" if out.tolist() == (torch.arange(7) * 2 + 1).tolist() else f"wrong {out.tolist()}"
 
 
+def _wait_then_copy(
+    x: torch.Tensor, buffer: torch.Tensor, GROUP: hl.ProcessGroupName, RANK: hl.constexpr
+) -> torch.Tensor:
+    pads = hl.signal_pads(buffer, GROUP)
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        hl.wait(pads[RANK], [3], 1, timeout=0.3)
+        out[tile] = x[tile]
+    return out
+
+
+_wait_then_copy_on_pallas = helion.kernel(
+    _wait_then_copy, backend="pallas", config=helion.Config(block_sizes=[8]), static_shapes=True
+)
+
+
+def refusal_without_a_lowering(rank: int, world_size: int) -> str:
+    """The error of a backend with no lowering for a distributed op (Pallas has none for
+    hl.wait): it names the op's public function, the backend and the kernel's line."""
+    from helion_distributed import symm_mem
+
+    buffer = symm_mem.empty(16, dtype=torch.float32)
+    group = hl.ProcessGroupName(dist.group.WORLD.group_name)
+    try:
+        _wait_then_copy_on_pallas(torch.ones(16), buffer, group, hl.constexpr(rank))
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return "no error"
+
+
 def _shm_usage() -> tuple[int, int]:
     """(files this process owns, mappings it holds) of CPU symmetric memory; -1 for the
     mappings where /proc/self/maps does not exist."""

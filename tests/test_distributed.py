@@ -192,6 +192,14 @@ def test_a_rank_outside_a_subgroup_gets_a_clear_error() -> None:
     assert results[2].startswith("SymmetricMemoryError") and "not a member" in results[2]
 
 
+def test_a_backend_without_a_distributed_lowering_names_the_public_op() -> None:
+    (text,) = run_ranks(distributed_ranks.refusal_without_a_lowering, 1, timeout=120, env=QUIET)
+    assert text.startswith("BackendUnsupported"), text
+    assert "hl.wait is not supported by the 'pallas' backend" in text, text
+    assert "dist_wait" not in text
+    assert "hl.wait(pads[RANK], [3], 1, timeout=0.3)" in text  # the kernel line
+
+
 def test_a_destroyed_group_releases_its_shared_memory() -> None:
     rounds = 20
     results = run_ranks(

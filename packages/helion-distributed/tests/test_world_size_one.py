@@ -153,17 +153,3 @@ def test_duplicate_lowering_is_an_error() -> None:
     finally:
         plugins.unregister_plugin("duplicate-distributed-lowering")
     assert language.signal_op in ref_lowerings()
-
-
-def test_a_backend_without_the_op_names_its_public_function(group) -> None:
-    from helion.testing import require_backend
-
-    require_backend("pallas")
-    kernel = helion.kernel(_wait_forever.fn, backend="pallas", static_shapes=True)
-    buffer = symm_mem.empty(16, dtype=torch.float32)
-    with pytest.raises(exc.BackendUnsupported) as info:
-        kernel(torch.ones(16), buffer, hl.ProcessGroupName(group.group_name), hl.constexpr(0))
-    text = str(info.value)
-    assert "hl.wait is not supported by the 'pallas' backend" in text, text
-    assert "dist_wait" not in text
-    assert "hl.wait(pads[RANK], [3], 1, timeout=0.3)" in text  # the kernel line
