@@ -284,27 +284,35 @@ def _tune(
     return best.best_config, best
 
 
+def backend_refuses(bound: Any, config: Any, log: AutotuneLog) -> bool:
+    """Whether ``bound``'s backend knows it cannot compile ``config`` (its ``config_problem``),
+    logged. A backend whose check itself fails refuses nothing: compiling the candidate
+    decides (a backend bug must not hide configs)."""
+    problem_of = getattr(getattr(bound, "backend", None), "config_problem", None)
+    if problem_of is None:
+        return False
+    try:
+        problem = problem_of(getattr(bound, "ir", None), config, bound.device)
+    except Exception as error:
+        log.debug("config_problem failed on %s: %s", config, error)
+        return False
+    if problem is not None:
+        log.debug("skipping %s: %s", config, problem)
+        return True
+    return False
+
+
 def _candidate_filter(bound: Any, settings: Any, log: AutotuneLog) -> Callable[[Any], Any] | None:
     """The user's ``autotune_config_filter`` after the backend's ``config_problem``: a config
     the backend knows it cannot compile is dropped before it costs a compile."""
     user = getattr(settings, "autotune_config_filter", None)
-    backend = getattr(bound, "backend", None)
-    problem_of = getattr(backend, "config_problem", None)
-    if problem_of is None:
+    if getattr(getattr(bound, "backend", None), "config_problem", None) is None:
         return user
-    ir, device = getattr(bound, "ir", None), bound.device
 
     def keep(config: Any) -> Any:
-        try:
-            problem = problem_of(ir, config, device)
-        except Exception as error:
-            # a backend bug: let compiling the candidate decide (the user's filter, below, is
-            # not guarded: its exception reaches the caller)
-            log.debug("config_problem failed on %s: %s", config, error)
-            problem = None
-        if problem is not None:
-            log.debug("skipping %s: %s", config, problem)
+        if backend_refuses(bound, config, log):
             return None
+        # the user's filter is not guarded: its exception reaches the caller
         return config if user is None else user(config)
 
     return keep

@@ -155,16 +155,7 @@ def _member_filter(bounds: Sequence[Any], settings: Any, log: AutotuneLog) -> Ca
                 bound.config_spec.normalize(config)
             except Exception:
                 return None
-            problem_of = getattr(getattr(bound, "backend", None), "config_problem", None)
-            if problem_of is None:
-                continue
-            try:
-                problem = problem_of(getattr(bound, "ir", None), config, bound.device)
-            except Exception as error:
-                log.debug("config_problem failed on %s: %s", config, error)
-                problem = None
-            if problem is not None:
-                log.debug("skipping %s: %s", config, problem)
+            if driver.backend_refuses(bound, config, log):
                 return None
         return config if user is None else user(config)
 
