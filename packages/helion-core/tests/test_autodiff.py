@@ -138,3 +138,64 @@ def test_unsupported_op_names_its_line():
 
 def test_import_experimental():
     assert helion.experimental.backward is backward
+
+
+# -- regressions ------------------------------------------------------------------------------
+
+
+@helion.kernel(backend="ref", autotune_effort="none", static_shapes=False)
+def _row_scale_dynamic(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :] * w[None, :]
+    return out
+
+
+def test_dynamic_shapes_second_size():
+    """static_shapes=False shares one bound kernel (traced at the first size) between sizes:
+    backward for another size traced that size's own IR instead of refusing the tensors as
+    'a view made by host code'."""
+    for rows, cols in ((7, 5), (9, 6)):
+        x = torch.randn(rows, cols)
+        w = torch.randn(cols)
+        _row_scale_dynamic(x, w)
+        grad_out = torch.randn(rows, cols)
+        grad_x, grad_w = backward(_row_scale_dynamic, grad_out, x, w)
+        torch.testing.assert_close(grad_x, grad_out * w)
+        torch.testing.assert_close(grad_w, (grad_out * x).sum(0))
+
+
+def test_host_code_after_the_loop_is_refused():
+    """`return out * 3` was ignored: the gradient of the stored tensor was returned as if it
+    were the output's (a third of the true gradient)."""
+
+    @helion.kernel(backend="ref", autotune_effort="none")
+    def tripled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tile in hl.tile(x.size(0)):
+            out[tile] = x[tile] * x[tile]
+        return out * 3
+
+    x = torch.randn(6)
+    tripled(x)
+    with pytest.raises(helion.exc.AutodiffNotSupported, match=r"return out \* 3") as info:
+        backward(tripled, torch.ones(6), x)
+    assert "in tripled" in str(info.value)
+
+
+def test_grad_out_of_the_wrong_shape():
+    @helion.kernel(backend="ref", autotune_effort="none")
+    def doubled(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tile in hl.tile(x.size(0)):
+            out[tile] = x[tile] * 2
+        return out
+
+    x = torch.randn(7)
+    doubled(x)
+    with pytest.raises(helion.exc.ShapeMismatch, match=r"grad_out has shape \[3\]"):
+        backward(doubled, torch.ones(3), x)
+    with pytest.raises(TypeError, match=r"grad_out must be a torch\.Tensor"):
+        backward(doubled, 1.0, x)
+    (grad,) = backward(doubled, torch.ones(7), x)  # still usable
+    torch.testing.assert_close(grad, torch.full((7,), 2.0))

@@ -288,6 +288,16 @@ def test_from_cache_refuses_a_negative_limit() -> None:
         helion.from_cache(max_configs=-1)
 
 
+def test_from_cache_refuses_a_lone_config() -> None:
+    """A lone Config (a Mapping) was taken as the list: its keys became "configs" and the
+    kernel's first call failed with `dictionary update sequence element #0 has length 1`."""
+    with pytest.raises(TypeError, match=r"write configs=\[config\]"):
+        helion.from_cache(configs=helion.Config(block_sizes=[8]))
+    with pytest.raises(TypeError, match="item 1 is a int"):
+        helion.from_cache(configs=[helion.Config(block_sizes=[8]), 3])
+    helion.from_cache(configs=[helion.Config(block_sizes=[8]), {"block_sizes": [4]}])
+
+
 def test_autotuner_fn_replaces_the_search_and_may_call_the_driver_itself() -> None:
     calls: list[str] = []
 

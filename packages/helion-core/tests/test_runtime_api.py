@@ -75,6 +75,14 @@ def test_get_num_sm_refuses_bad_arguments() -> None:
         helion.runtime.get_num_sm("cpu", 1)  # type: ignore[misc]  # reserved_sms is keyword-only
 
 
+def test_get_num_sm_reserved_sms_must_be_an_int() -> None:
+    """A float reserved_sms gave a float count (2.5 workers), True counted as 1."""
+    for bad in (1.5, True, "2"):
+        with pytest.raises(TypeError, match="reserved_sms must be an int"):
+            helion.runtime.get_num_sm("cpu", reserved_sms=bad)  # type: ignore[arg-type]
+    assert helion.runtime.get_num_sm("cpu", reserved_sms=torch.tensor(1)) == 3  # an index
+
+
 def test_get_num_sm_on_tpu_is_one() -> None:
     assert helion.runtime.get_num_sm(torch.device("xla", 0)) == 1
 

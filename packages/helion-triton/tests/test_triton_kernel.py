@@ -437,3 +437,54 @@ def test_a_module_the_function_uses_is_there():
     x = torch.randn(shape())
     kernel = triton_kernel(uses_math)
     torch.testing.assert_close(kernel(x), x * math.pi)
+
+
+_INTERPRETED_LIBRARY_CALL = """
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+import triton
+import triton.language as tl
+from triton.language import sigmoid as imported_sigmoid
+
+import helion
+import helion.language as hl
+
+
+@triton.jit
+def _silu(x):
+    return x * imported_sigmoid(x)
+
+
+@helion.kernel(backend="triton", autotune_effort="none")
+def library_calls(x):
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        v = x[tile]
+        out[tile] = hl.triton_kernel(tl.sigmoid, [v], v) + hl.triton_kernel(_silu, [v], v)
+    return out
+
+
+x = torch.randn(37)
+torch.testing.assert_close(library_calls(x), torch.sigmoid(x) + x * torch.sigmoid(x))
+print("ok")
+"""
+
+
+def test_library_function_under_triton_interpret(tmp_path):
+    """With TRITON_INTERPRET=1 set before triton is imported, `tl.sigmoid` is an
+    InterpretedFunction whose __module__ is triton.runtime.interpreter: it was taken for a
+    user's jit function and its source copied, which failed ('math' cannot be defined at module
+    scope ...)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "interpreted_library_call.py"
+    script.write_text(_INTERPRETED_LIBRARY_CALL)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env.pop("HELION_INTERPRET", None)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]

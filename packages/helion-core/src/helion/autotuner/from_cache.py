@@ -129,12 +129,25 @@ def from_cache(
 
     Raises:
         ValueError: ``max_configs`` is negative.
+        TypeError: ``configs`` is not a list of configs (a lone ``Config`` included).
     """
     if max_configs is not None and (
         isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 0
     ):
         raise ValueError(f"max_configs must be None or an int >= 0, got {max_configs!r}")
+    if isinstance(configs, (Mapping, str, bytes)) or not isinstance(configs, Iterable):
+        # a lone Config (a Mapping) would iterate over its keys and fail at the kernel's call
+        raise TypeError(
+            "from_cache(configs=...) takes a list of configs (helion.Config or dicts), got a "
+            f"{type(configs).__name__}; write configs=[config]"
+        )
     given = list(configs)
+    for position, config in enumerate(given):
+        if not isinstance(config, Mapping):
+            raise TypeError(
+                f"from_cache(configs=...): item {position} is a {type(config).__name__}, not a "
+                "helion.Config or a dict"
+            )
 
     def autotuner_fn(bound: Any, args: Iterable[Any], **options: Any) -> CachedFiniteSearch:
         return CachedFiniteSearch(bound, args, max_configs=max_configs, configs=given, **options)

@@ -89,17 +89,46 @@ def backward(
         raise exc.AutodiffKernelNotCalled
     args = kernel.normalize_args(*inputs)
     bound = kernel.bind(args)
+    if _traced_with_other_sizes(kernel, bound, args):
+        # static_shapes=False: the bound kernel is shared by every size of its bucket and its
+        # IR holds the sizes of the first call; the backward kernel bakes the traced sizes in,
+        # so trace these arguments' own (a private bound kernel, not registered)
+        from helion.runtime.kernel import BoundKernel
+
+        bound = BoundKernel(kernel, args)
     effort = "none"
     if autotune:
         effort = autotune_effort or kernel.settings.autotune_effort
     generator = _Generator(kernel, bound, args)
     code = generator.generate(effort)
+    if not isinstance(grad_out, torch.Tensor):
+        raise TypeError(
+            f"backward(): grad_out must be a torch.Tensor, not a {type(grad_out).__name__}"
+        )
+    if tuple(grad_out.shape) != generator.output_shape:
+        raise exc.ShapeMismatch(
+            f"backward({kernel.name}): grad_out has shape {list(grad_out.shape)}, but the "
+            f"kernel's output has shape {list(generator.output_shape)}"
+        )
     backward_kernel = _load(code, generator.function_name)
     call_args = [args[i] for i in generator.param_positions]
     grads = backward_kernel(*call_args, grad_out)
     if return_code:
         return grads, code
     return grads
+
+
+def _traced_with_other_sizes(kernel: Kernel, bound: Any, args: Sequence[Any]) -> bool:
+    if kernel.settings.static_shapes:
+        return False
+    parameters = list(kernel.signature.parameters)
+    for tensor in bound.ir.tensor_args:
+        if tensor.name not in parameters:
+            continue
+        value = args[parameters.index(tensor.name)]
+        if isinstance(value, torch.Tensor) and tuple(value.shape) != tuple(tensor.shape):
+            return True
+    return False
 
 
 def _load(code: str, function_name: str) -> Any:
@@ -219,6 +248,7 @@ class _Generator:
             self.sources[tile.id] = name
             self.tile_symbols[self.ir.block(block_id).symbol] = block_id
         store = self._forward(region.nodes)
+        self._check_returns_output(store)
         self._backward(region.nodes, store)
         stores = self._store_gradients(block_ids, loop)
         body = self._live_statements()
@@ -240,6 +270,34 @@ class _Generator:
             if not isinstance(value, (int, sympy.Integer)):
                 raise _unsupported("a tile loop with data-dependent bounds", loop)
         return loop
+
+    def _check_returns_output(self, store: Node) -> None:
+        """The host code after the loop must return the stored tensor as it is: grad_out is
+        the gradient of that tensor, and host code that changes it (`return out * 2`,
+        `out.T`, ...) is not differentiated."""
+        import ast
+
+        name = store.attrs["tensor"].name
+        after = self.kernel.split.host_after
+        if not after:
+            return  # the kernel writes into an argument and returns nothing
+        if (
+            len(after) == 1
+            and isinstance(after[0], ast.Return)
+            and isinstance(after[0].value, ast.Name)
+            and after[0].value.id == name
+        ):
+            return
+        statement = next(
+            (s for s in after if not (isinstance(s, ast.Return) and isinstance(s.value, ast.Name))),
+            after[0],
+        )
+        loc = self.kernel.split.source.location(statement)
+        raise exc.AutodiffNotSupported(
+            f"host code after the tile loop ({ast.unparse(statement)!r}, line {loc.lineno}); "
+            f"the kernel must end with `return {name}`",
+            loc=loc,
+        )
 
     def _bind_parameters(self) -> None:
         from helion.frontend import ast_rewrite
@@ -428,6 +486,7 @@ class _Generator:
     def _backward(self, nodes: Sequence[Node], store: Node) -> None:
         self.grads: dict[int, list[_Grad]] = {}
         tensor = store.attrs["tensor"]
+        self.output_shape = tuple(int(d) for d in tensor.shape)
         if tensor.name in {group.tensor.name for group in self.groups.values()}:
             raise _unsupported(f"a store into {tensor.name!r}, which the kernel also loads", store)
         parts, items = self._index(store, tensor, for_store=True)

@@ -447,6 +447,13 @@ def _triton_builtin(value: Any) -> tuple[str, str] | None:
         return None
     module_name = getattr(value, "__module__", None)
     attribute = getattr(value, "__name__", None)
+    fn = _jit_python_function(value)
+    if fn is not None and not _is_triton_module(getattr(fn, "__module__", None)):
+        return None  # a user's jit function (even under TRITON_INTERPRET=1)
+    if fn is not None:
+        # under TRITON_INTERPRET=1 a Triton library function is an InterpretedFunction whose
+        # __module__ is triton.runtime.interpreter: its Python function names its real module
+        module_name, attribute = fn.__module__, fn.__name__
     if not _is_triton_module(module_name):
         return None
     module = sys.modules.get(module_name)

@@ -64,7 +64,17 @@ def get_num_sm(device: torch.device | str | int, *, reserved_sms: int = 0) -> in
 
     Raises:
         ValueError: ``reserved_sms`` is negative, or the device type has no known count.
+        TypeError: ``reserved_sms`` is not an int.
     """
+    if isinstance(reserved_sms, bool):
+        raise TypeError(f"get_num_sm: reserved_sms must be an int, got {reserved_sms!r}")
+    if not hasattr(type(reserved_sms), "__index__"):
+        # (no import: the self-contained modules of to_code copy this function as written)
+        raise TypeError(
+            f"get_num_sm: reserved_sms must be an int, got {type(reserved_sms).__name__} "
+            f"{reserved_sms!r}"
+        )
+    reserved_sms = reserved_sms.__index__()
     if reserved_sms < 0:
         raise ValueError(f"get_num_sm: reserved_sms must be >= 0, got {reserved_sms}")
     device = _as_device(device)
