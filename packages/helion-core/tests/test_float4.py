@@ -188,3 +188,17 @@ def test_bytes_only(backend):
 def test_outside_a_kernel():
     with pytest.raises(exc.NotInsideKernel):
         hl.float4_e2m1fn_x2_to_float32(torch.zeros(4, dtype=torch.uint8))
+
+
+def _decode_in_host_code(x: torch.Tensor) -> torch.Tensor:
+    lo, hi = hl.float4_e2m1fn_x2_to_float32(x)  # host code: not allowed
+    out = torch.empty_like(lo)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = lo[tile] + hi[tile]
+    return out
+
+
+def test_host_code_may_not_decode() -> None:
+    kernel = helion.kernel(_decode_in_host_code, backend="ref", autotune_effort="none")
+    with pytest.raises(exc.DeviceAPIOnHost, match="float4_e2m1fn_x2_to_float32"):
+        kernel(torch.arange(37, dtype=torch.uint8))

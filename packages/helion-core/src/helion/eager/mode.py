@@ -722,6 +722,11 @@ class EagerMode:
             "inline_triton", special_ops.INLINE_TRITON_HINT, loc=_kernel_line(self.kernel)
         )
 
+    def hl_float4_e2m1fn_x2_to_float32(self, value: Any) -> Any:
+        from helion.language import _float4
+
+        return _float4.unpack(value)
+
     def hl_triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
         from helion.eager import special_ops
 

@@ -998,6 +998,11 @@ class Tracer:
 
         return trace_inline_triton(self, triton_source, args, output_like)
 
+    def hl_float4_e2m1fn_x2_to_float32(self, value: Any) -> Any:
+        from helion.language import _float4
+
+        return _float4.unpack(value)
+
     def hl_triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
         from helion.frontend.inline_code import trace_triton_kernel
 

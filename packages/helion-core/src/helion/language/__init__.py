@@ -496,14 +496,8 @@ def float4_e2m1fn_x2_to_float32(value: Any) -> tuple[Any, Any]:
     Raises:
         helion.exc.TypeInferenceError: `value` is not a tensor of bytes.
     """
-    from helion.language import _float4
-    from helion.language._context import current_mode
-
-    if current_mode() is None:
-        from helion import exc
-
-        raise exc.NotInsideKernel("hl.float4_e2m1fn_x2_to_float32")
-    return _float4.unpack(value)
+    # device code (traced or eager) decodes; host code, which has no handler, refuses it
+    return dispatch("float4_e2m1fn_x2_to_float32", value)
 
 
 # -- debug --------------------------------------------------------------------------------------
