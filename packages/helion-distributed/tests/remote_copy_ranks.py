@@ -153,6 +153,18 @@ def computed(x: torch.Tensor, buffer: torch.Tensor, RANK: hl.constexpr) -> None:
 
 
 @helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=True)
+def far_peer(buffer: torch.Tensor, RANK: hl.constexpr) -> None:
+    for tile in hl.tile(buffer.size(0)):
+        hl.make_async_remote_copy(buffer, [tile], RANK + 7).start()
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=True)
+def far_barrier(buffer: torch.Tensor, RANK: hl.constexpr) -> None:
+    for _tile in hl.tile(buffer.size(0)):
+        hl.remote_barrier([RANK + 7])
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=True)
 def lonely(x: torch.Tensor, RANK: hl.constexpr) -> None:
     for tile in hl.tile(x.size(0)):
         hl.make_async_remote_copy(x, [tile], 1 - RANK).wait_recv()
@@ -170,6 +182,8 @@ def errors(rank: int, world_size: int) -> dict:
         "dtype": lambda: mixed(torch.zeros(32, dtype=torch.int32), buffer[0], hl.constexpr(rank)),
         "not_symmetric": lambda: mixed(torch.zeros(32), torch.zeros(32), hl.constexpr(rank)),
         "computed": lambda: computed(torch.zeros(32), buffer[0], hl.constexpr(rank)),
+        "far_peer": lambda: far_peer(buffer[0], hl.constexpr(rank)),
+        "far_barrier": lambda: far_barrier(buffer[0], hl.constexpr(rank)),
     }
     for case, call in cases.items():
         try:

@@ -71,6 +71,10 @@ def test_clear_errors(backend: str) -> None:
         assert "symm_mem.empty" in found["not_symmetric"]
         assert found["computed"].startswith("TypeInferenceError")
         assert "computed tile cannot be pushed" in found["computed"]
+        for case in ("far_peer", "far_barrier"):  # a usage error, not a config's
+            assert found[case].startswith("InvalidAPIUsage"), found[case]
+            assert "is not a rank of the group (size 2)" in found[case]
+            assert f"in {case}" in found[case]  # the kernel line
     # ref raises at the wait; a compiled kernel records it and check_timeouts() raises
     assert first["timeout"].startswith("DistributedTimeout"), first["timeout"]
     assert "rank 0" in first["timeout"]

@@ -372,7 +372,7 @@ def _trace_make(
     peers = plan.views(tracer, dst, what)
     device = dl._scalar_operand(tracer, device_id, inputs, "device_id")
     if isinstance(device, int) and not 0 <= device < plan.world_size:
-        raise exc.InvalidConfig(
+        raise exc.InvalidAPIUsage(
             f"{what}: device_id {device} is not a rank of the group (size {plan.world_size})",
             loc=loc,
         )
@@ -433,7 +433,7 @@ def _trace_remote_barrier(tracer: Any, device_ids: Any) -> None:
     plan = _plan(tracer, tracer.device)
     for peer in peers:
         if isinstance(peer, int) and not 0 <= peer < plan.world_size:
-            raise exc.InvalidConfig(
+            raise exc.InvalidAPIUsage(
                 f"hl.remote_barrier: peer {peer} is not a rank of the group (size {plan.world_size})",
                 loc=loc,
             )
