@@ -41,8 +41,8 @@ class CuteBackend(Backend):
     # wgmma tiles are at least 16 wide in every dot dimension
     min_dot_size = 16
     # a load of a `:` slice of length 0 is a fill, a store of one is dropped
-    # (memory.is_empty_access), and a tile loop over an empty dimension is not emitted
-    # (codegen.runs_no_iteration)
+    # (helion.ir.core.addresses_no_element), and a tile loop over an empty dimension is not emitted
+    # (helion.ir.core.runs_no_iteration)
     zero_length_slices = True
 
     def is_available(self) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ Empty dimensions (see ``Backend.zero_length_slices``): a loop whose static bound
 (``hl.tile(k)`` with k == 0) is not emitted, an inner one passing its carried values through and
 a top-level one launching nothing (a top-level loop with run-time bounds is launched under a
 test of its extents, since CUDA refuses an empty grid). An access of a `:` slice of length 0
-touches no memory (:func:`helion_cute.memory.is_empty_access`), and the axis of such a slice has
+touches no memory (:func:`helion.ir.core.addresses_no_element`), and the axis of such a slice has
 one padded lane and no valid element.
 
 Generated modules are plain Python files (the DSL compiles from source it can read back).
@@ -40,6 +40,8 @@ from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.ir.core import runs_no_iteration
+from helion.ir.core import static_int
 from helion.language import _ops as ops
 from helion_cute.layout import Axis
 from helion_cute.layout import ThreadLayout
@@ -79,27 +81,6 @@ class Generated:
 
 def _identifier(name: str) -> str:
     return re.sub(r"\W", "_", name)
-
-
-def static_bound(bound: Any) -> int | None:
-    """A loop bound's value when it is known when code is generated, else None."""
-    if isinstance(bound, bool):
-        return None
-    if isinstance(bound, int):
-        return bound
-    if isinstance(bound, sympy.Expr) and bound.is_Integer:
-        return int(bound)
-    return None
-
-
-def runs_no_iteration(loop: Node) -> bool:
-    """Whether a tile or grid loop has a dimension whose static bounds hold no index
-    (``hl.tile(k)`` of a dimension of size 0): the loop runs zero times."""
-    for begin, end in zip(loop.attrs["begins"], loop.attrs["ends"], strict=True):
-        low, high = static_bound(begin), static_bound(end)
-        if low is not None and high is not None and high <= low:
-            return True
-    return False
 
 
 class ModuleBuilder:
@@ -205,7 +186,7 @@ class ModuleBuilder:
         run time: CUDA refuses a grid of no program."""
         tests = []
         for begin, end in zip(loop.attrs["begins"], loop.attrs["ends"], strict=True):
-            if static_bound(begin) is None or static_bound(end) is None:
+            if static_int(begin) is None or static_int(end) is None:
                 tests.append(f"({self.host_expr(end)}) > ({self.host_expr(begin)})")
         if not tests:
             return launch

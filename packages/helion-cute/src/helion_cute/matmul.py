@@ -34,8 +34,8 @@ import torch
 from helion.ir.core import Node
 from helion.ir.core import TensorType
 from helion.ir.core import Value
+from helion.ir.core import runs_no_iteration
 from helion.language import _ops as ops
-from helion_cute.codegen import runs_no_iteration
 from helion_cute.source import CodeWriter
 from helion_cute.source import cutlass_type
 from helion_cute.source import literal

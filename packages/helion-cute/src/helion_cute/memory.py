@@ -12,7 +12,7 @@ Everything static about a chunk (its register offset, the static part of its mem
 its local coordinates along masked axes) is written to module-level tables, so the generated
 loop over chunks stays a few lines long.
 
-An access that addresses no element (:func:`is_empty_access`: a `:` slice of length 0 such as
+An access that addresses no element (:func:`helion.ir.core.addresses_no_element`: a `:` slice of length 0 such as
 ``x[tile, :]`` of a dimension of size 0, or a tensor with no element) emits no memory
 instruction: a load is a fragment of zeros, a store writes nothing and an atomic returns zeros.
 Padding the empty dimension to its one register lane and copying would touch memory that does
@@ -30,6 +30,7 @@ import torch
 from helion import exc
 from helion.ir.core import KernelIR
 from helion.ir.core import Node
+from helion.ir.core import addresses_no_element
 from helion_cute.layout import Axis
 from helion_cute.source import cutlass_type
 from helion_cute.source import element_bytes
@@ -83,15 +84,6 @@ def _reduction_symbol(ir: KernelIR, length: int) -> sympy.Expr:
         if info.kind == "reduction" and (info.empty if length == 0 else info.size_hint == length):
             return info.symbol
     raise exc.InternalError(f"cute codegen: no reduction dim of size {length}")
-
-
-def is_empty_access(node: Node) -> bool:
-    """Whether a memory op addresses no element: one of its items is a `:` slice of length 0,
-    or its tensor has none (``x[tm, tk]`` of an ``x`` of shape (37, 0) in a loop whose bounds
-    are only known at run time)."""
-    if 0 in node.attrs["tensor"].shape:
-        return True
-    return any(item[0] == "full" and int(item[2]) == 0 for item in node.attrs.get("items") or ())
 
 
 def _describe_access(node: Node) -> str:
@@ -180,7 +172,7 @@ def layout_vector_width(emitter: Any, axes: list[Axis]) -> int:
     best = 1
     module = emitter.module
     for node in emitter.loop.regions[0].walk():
-        if node.op.memory not in ("load", "store") or is_empty_access(node):
+        if node.op.memory not in ("load", "store") or addresses_no_element(node):
             continue
         dims = static_dims(module.ir, node, module.options.block_sizes)
         mask_axes = _mask_axes(node)
@@ -393,7 +385,7 @@ def emit_load(ctx: Any, node: Node, args: list) -> CVal:
     tensor = node.attrs["tensor"]
     dtype = tensor.dtype
     out_axes = ctx.axes_of(node.output)
-    if is_empty_access(node):
+    if addresses_no_element(node):
         ctx.line(f"# {_describe_access(node)}: no element, reads nothing")
         return _zeros(ctx, out_axes, dtype)
     mask = args[node.attrs["mask"]] if node.attrs.get("mask") is not None else None
@@ -466,7 +458,7 @@ def _ownership(ctx: Any, axes: frozenset) -> list[str]:
 
 
 def emit_store(ctx: Any, node: Node, args: list) -> None:
-    if is_empty_access(node):
+    if addresses_no_element(node):
         ctx.line(f"# {_describe_access(node)}: no element, writes nothing")
         return
     tensor = node.attrs["tensor"]
@@ -565,7 +557,7 @@ def emit_atomic(ctx: Any, node: Node, args: list) -> CVal:
     sem = node.attrs.get("sem", "relaxed")
     value = args[node.attrs["value"]]
     out_axes = ctx.axes_of(node.output)
-    if is_empty_access(node):
+    if addresses_no_element(node):
         ctx.line(f"# {_describe_access(node)}: no element, updates nothing")
         return _zeros(ctx, out_axes, dtype)
     dims = _dims(ctx, node, args)
@@ -634,7 +626,7 @@ def staged_loads(region: Any) -> set[int]:
     for node in region.walk():
         if node.op.memory != "load" or node.attrs.get("mask") is not None:
             continue
-        if is_empty_access(node):
+        if addresses_no_element(node):
             continue  # a fill of zeros, not a copy
         out = node.output
         simple = all(item[0] in ("tile", "full", "const", "scalar") for item in node.attrs["items"])

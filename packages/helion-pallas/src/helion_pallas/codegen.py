@@ -39,6 +39,7 @@ from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.ir.core import runs_no_iteration
 from helion.passes.tile_origins import CONFLICT
 from helion.passes.tile_origins import UNKNOWN
 from helion.passes.tile_origins import TileOrigins
@@ -56,15 +57,6 @@ from helion_pallas.writer import tuple_text
 def unpack_target(names: Sequence[str]) -> str:
     """The left side of a tuple unpacking: `a,` for one name, `a, b` for more."""
     return f"{names[0]}," if len(names) == 1 else ", ".join(names)
-
-
-def _static_int(bound: Any) -> int | None:
-    """A loop bound's value when it is known at trace time, else None."""
-    if isinstance(bound, int):
-        return bound
-    if isinstance(bound, sympy.Expr) and bound.is_Integer:
-        return int(bound)
-    return None
 
 
 def next_power_of_2(n: int) -> int:
@@ -623,16 +615,6 @@ class KernelCodegen:
             return str(int(bound)), int(bound)
         return f"jnp.asarray({self.operand(bound)}, dtype={self.dtype(self.index_dtype)})", None
 
-    @staticmethod
-    def runs_no_iteration(node: Node) -> bool:
-        """Whether an inner loop has a dimension whose static bounds hold no index (`hl.tile(k)`
-        of a dimension of size 0): the loop runs zero times."""
-        for begin, end in zip(node.attrs["begins"], node.attrs["ends"], strict=True):
-            lo, hi = _static_int(begin), _static_int(end)
-            if lo is not None and hi is not None and hi <= lo:
-                return True
-        return False
-
     def _emit_tile_loop(self, node: Node) -> None:
         w = self.writer
         body = node.regions[0]
@@ -644,7 +626,7 @@ class KernelCodegen:
             else ""
         )
         w.line(f"# inner tile loop over block(s) {', '.join(map(str, block_ids))}{where}")
-        if self.runs_no_iteration(node):
+        if runs_no_iteration(node):
             # no body to run: the carried values pass through. The body is not emitted, so its
             # accesses need no refs (`memory.plan_refs`): JAX cannot block a dimension of size
             # 0, and a zero-trip `fori_loop` would still trace the body's loads

@@ -29,6 +29,8 @@ from helion.ir.core import Block
 from helion.ir.core import Node
 from helion.ir.core import TensorArg
 from helion.ir.core import Value
+from helion.ir.core import addresses_no_element
+from helion.ir.core import runs_no_iteration
 from helion_pallas.lowerings import pallas_lowering
 from helion_pallas.writer import tuple_text
 
@@ -53,8 +55,8 @@ def plan_refs(
 ) -> tuple[dict[int, RefPlan], list[TensorArg], list[TensorArg]]:
     """Decide the refs of the `pallas_call` of top-level loop `loop`."""
     accesses: dict[int, list[Node]] = {}
-    for node in _live_nodes(codegen, loop.regions[0]):
-        if node.op.memory and not is_empty_access(node):
+    for node in _live_nodes(loop.regions[0]):
+        if node.op.memory and not addresses_no_element(node):
             accesses.setdefault(node.attrs["tensor"].index, []).append(node)
     refs: dict[int, RefPlan] = {}
     reads: list[TensorArg] = []
@@ -73,24 +75,15 @@ def plan_refs(
     return refs, reads, writes
 
 
-def _live_nodes(codegen: KernelCodegen, block: Block) -> Iterator[Node]:
+def _live_nodes(block: Block) -> Iterator[Node]:
     """The nodes of `block` and its regions, less the bodies of inner loops that run no
     iteration (the code generator emits none of them)."""
     for node in block.nodes:
         yield node
-        if node.op is ops.tile_loop and codegen.runs_no_iteration(node):
+        if node.op is ops.tile_loop and runs_no_iteration(node):
             continue
         for region in node.regions:
-            yield from _live_nodes(codegen, region)
-
-
-def is_empty_access(node: Node) -> bool:
-    """Whether a memory op addresses no element: one of its items is a slice of length 0, or
-    its tensor has none (`x[tm, tk]` of an `x` of shape (37, 0), in a loop whose bounds are
-    only known at run time)."""
-    if 0 in node.attrs["tensor"].shape:
-        return True
-    return any(item[0] == "full" and int(item[2]) == 0 for item in node.attrs.get("items") or ())
+            yield from _live_nodes(region)
 
 
 def block_pattern(codegen: KernelCodegen, loop: Node, node: Node) -> tuple | None:
@@ -364,7 +357,7 @@ def _no_elements(ctx: KernelCodegen, node: Node) -> str:
 
 @pallas_lowering(ops.load)
 def _load(ctx: KernelCodegen, node: Node) -> str:
-    if is_empty_access(node):
+    if addresses_no_element(node):
         return _no_elements(ctx, node)
     plan = ctx.ref_plan(node.attrs["tensor"])
     shape = node.output.shape
@@ -381,7 +374,7 @@ def _load(ctx: KernelCodegen, node: Node) -> str:
 
 @pallas_lowering(ops.store)
 def _store(ctx: KernelCodegen, node: Node) -> None:
-    if is_empty_access(node):
+    if addresses_no_element(node):
         name = node.attrs["tensor"].name
         ctx.emit(f"# store to {name}: no element addressed, nothing to write{ctx.origin(node)}")
         return
@@ -430,7 +423,7 @@ _GPU_ATOMICS = {
 
 @pallas_lowering(ops.atomic)
 def _atomic(ctx: KernelCodegen, node: Node) -> str:
-    if is_empty_access(node):
+    if addresses_no_element(node):
         return _no_elements(ctx, node)
     plan = ctx.ref_plan(node.attrs["tensor"])
     tensor = node.attrs["tensor"]

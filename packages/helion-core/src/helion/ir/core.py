@@ -269,3 +269,38 @@ class KernelIR:
         from helion.ir.printer import format_ir
 
         return format_ir(self)
+
+
+# -- empty dimensions: what every backend asks of loops and accesses over a size-0 dim ------------
+
+
+def static_int(bound: Any) -> int | None:
+    """A loop bound's value when it is known at trace time (an int or an integer sympy
+    expression), else None (a run-time value)."""
+    if isinstance(bound, bool):
+        return None
+    if isinstance(bound, int):
+        return bound
+    if isinstance(bound, sympy.Expr) and bound.is_Integer:
+        return int(bound)
+    return None
+
+
+def runs_no_iteration(loop: Node) -> bool:
+    """Whether a tile or grid loop has a dimension whose static bounds hold no index
+    (``hl.tile(k)`` of a dimension of size 0): the loop runs zero times, and a backend may emit
+    neither it nor its body."""
+    for begin, end in zip(loop.attrs["begins"], loop.attrs["ends"], strict=True):
+        low, high = static_int(begin), static_int(end)
+        if low is not None and high is not None and high <= low:
+            return True
+    return False
+
+
+def addresses_no_element(node: Node) -> bool:
+    """Whether a memory op addresses no element: one of its items is a `:` slice of length 0,
+    or its tensor has none (``x[tm, tk]`` of an ``x`` of shape (37, 0), in a loop whose bounds
+    are only known at run time). A load of one is a fill, a store or atomic does nothing."""
+    if 0 in node.attrs["tensor"].shape:
+        return True
+    return any(item[0] == "full" and int(item[2]) == 0 for item in node.attrs.get("items") or ())
