@@ -14,26 +14,13 @@ import torch
 from pallas_kernels import CASES_BY_NAME
 
 import helion
-import helion.language as hl
 from helion import exc
+from helion.testing.standalone import persistent_add
 from helion.testing.standalone import run_without_helion
 
 STANDALONE = helion.OutputCodeOptions(allow_helion_deps=False)
 JAX_FN = helion.OutputCodeOptions(allow_helion_deps=False, jax_fn=True)
 JAX_CPU = {"JAX_PLATFORMS": "cpu"}
-
-
-def persistent_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    m, _ = x.shape
-    num_workers = helion.runtime.get_num_sm(x.device)
-    rows_per_worker = helion.cdiv(m, num_workers)
-    for worker in hl.grid(num_workers):
-        for i in hl.grid(rows_per_worker):
-            row = worker + i * num_workers
-            if row < m:
-                out[row, :] = x[row, :] + y[row, :]
-    return out
 
 
 def _bound(fn, args):

@@ -21,24 +21,12 @@ import helion
 import helion.language as hl
 from helion import exc
 from helion.autotuner import PowerOfTwoFragment
+from helion.testing.standalone import persistent_add
 from helion.testing.standalone import run_without_helion
 from helion_triton import launcher
 from helion_triton.target import interpreter_forced
 
 STANDALONE = helion.OutputCodeOptions(allow_helion_deps=False)
-
-
-def persistent_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    m, _ = x.shape
-    num_workers = helion.runtime.get_num_sm(x.device)
-    rows_per_worker = helion.cdiv(m, num_workers)
-    for worker in hl.grid(num_workers):
-        for i in hl.grid(rows_per_worker):
-            row = worker + i * num_workers
-            if row < m:
-                out[row, :] = x[row, :] + y[row, :]
-    return out
 
 
 def scaled(x: torch.Tensor) -> torch.Tensor:

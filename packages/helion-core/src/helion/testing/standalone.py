@@ -11,6 +11,9 @@ import system refuses ``helion`` and every ``helion_*`` package (and any other r
 ``hidden``), so an import of one anywhere, even a lazy one inside a function, fails there. The
 calls' arguments and results cross as pickles: torch tensors, NumPy arrays, numbers; JAX arrays
 in the results come back as NumPy arrays.
+
+`persistent_add` is a kernel body whose host code calls `helion.runtime.get_num_sm` and
+`helion.cdiv`, which a standalone module must carry: the backends' export tests share it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ from pathlib import Path
 from typing import Any
 from typing import Mapping
 from typing import Sequence
+
+import torch
+
+import helion
+import helion.language as hl
 
 _RUNNER = textwrap.dedent(
     """
@@ -130,3 +138,17 @@ def run_without_helion(
     if leaked:
         raise AssertionError(f"hidden packages were imported: {leaked}")
     return results, imported
+
+
+def persistent_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``x + y`` by rows on a persistent grid: worker w adds rows w, w + workers, ..."""
+    out = torch.empty_like(x)
+    m, _ = x.shape
+    num_workers = helion.runtime.get_num_sm(x.device)
+    rows_per_worker = helion.cdiv(m, num_workers)
+    for worker in hl.grid(num_workers):
+        for i in hl.grid(rows_per_worker):
+            row = worker + i * num_workers
+            if row < m:
+                out[row, :] = x[row, :] + y[row, :]
+    return out
