@@ -16,6 +16,9 @@ import torch.distributed as dist
 
 import helion
 import helion.language as hl
+from helion_distributed.testing import ATTEMPT_ENV
+from helion_distributed.testing import SHARED_DIR_ENV
+from helion_distributed.testing import join_gloo_group
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "distributed"
 
@@ -182,12 +185,32 @@ def signal_wait_ordering(rank: int, world_size: int) -> list:
     return seen
 
 
+def join_fails_once_on_rank_zero(
+    rank: int, world_size: int, store_path: str, timeout: float
+) -> None:
+    """Forms the group as run_ranks does, except that rank 0's first attempt fails the way a
+    gloo connect does on a loaded machine."""
+    if rank == 0 and os.environ[ATTEMPT_ENV] == "1":
+        raise RuntimeError("Gloo connectFullMesh failed with: Connection closed by peer")
+    join_gloo_group(rank, world_size, store_path, timeout)
+
+
+def join_never_works(rank: int, world_size: int, store_path: str, timeout: float) -> None:
+    raise RuntimeError(f"no group on attempt {os.environ[ATTEMPT_ENV]}")
+
+
+def attempt_and_sum(rank: int, world_size: int) -> tuple:
+    total = torch.tensor([float(rank + 1)])
+    dist.all_reduce(total)
+    return os.environ[ATTEMPT_ENV], total.item()
+
+
 def fail_on_rank_one(rank: int, world_size: int) -> None:
     if rank == 1:
         raise ValueError("boom")
 
 
-def group_lifetime(rank: int, world_size: int, store_path: str) -> dict:
+def group_lifetime(rank: int, world_size: int, store_name: str) -> dict:
     """After ready kernels ran on a group: destroying it frees it (no cached symmetric handle or
     workspace keeps it, and so its gloo threads, alive into interpreter shutdown, where they
     abort the process), and a group re-created under the same name gets fresh handles."""
@@ -210,6 +233,7 @@ def group_lifetime(rank: int, world_size: int, store_path: str) -> dict:
     dist.destroy_process_group()
     gc.collect()
     freed = old() is None
+    store_path = os.path.join(os.environ[SHARED_DIR_ENV], store_name)  # fresh per attempt
     dist.init_process_group(
         "gloo", init_method=f"file://{store_path}", rank=rank, world_size=world_size
     )
@@ -227,12 +251,13 @@ def group_lifetime(rank: int, world_size: int, store_path: str) -> dict:
     }
 
 
-def regroup_by_size(rank: int, world_size: int, store_dir: str) -> list:
+def regroup_by_size(rank: int, world_size: int) -> list:
     """A one-shot all-reduce on 2 of the 3 ranks, then, after destroying that group, on all 3
     under the same group name: the kernel compiled for 2 peers must not serve 3 (it summed 2
     ranks' data and the third rank timed out)."""
     import helion_distributed as hd
 
+    store_dir = os.environ[SHARED_DIR_ENV]  # fresh per attempt: no stale store files
     x = torch.arange(11, dtype=torch.float32) + rank
     sums = []
     dist.destroy_process_group()  # the 3-rank group run_ranks made: start from 2 ranks

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -142,20 +143,66 @@ def test_signal_wait_ordering() -> None:
         assert results == [[True] * 5, [True] * 5], f"{backend}: {results}"
 
 
+def test_a_group_that_fails_to_form_is_formed_again_from_scratch() -> None:
+    """gloo's full-mesh connect can fail on a loaded machine (CI saw "Connection closed by peer"
+    in init_process_group): every rank starts again, and the run succeeds on attempt 2."""
+    with pytest.warns(RuntimeWarning, match=r"did not form their group \(attempt 1 of 3: rank 0"):
+        results = run_ranks(
+            distributed_ranks.attempt_and_sum,
+            3,
+            timeout=RUN_TIMEOUT,
+            env=QUIET,
+            join=distributed_ranks.join_fails_once_on_rank_zero,
+        )
+    assert results == [("2", 6.0)] * 3
+
+
+def test_a_group_that_never_forms_is_reported_after_the_last_attempt() -> None:
+    start = time.monotonic()
+    with (
+        pytest.warns(RuntimeWarning, match=r"attempt \d of 3") as retries,
+        pytest.raises(RankFailure, match="rank 0: raised RuntimeError: no group on attempt 3"),
+    ):
+        run_ranks(
+            distributed_ranks.attempt_and_sum,
+            2,
+            timeout=RUN_TIMEOUT,
+            env=QUIET,
+            join=distributed_ranks.join_never_works,
+        )
+    assert [str(w.message).split("(")[1][:12] for w in retries] == ["attempt 1 of", "attempt 2 of"]
+    assert time.monotonic() - start < 60  # stopped at the first failure, not at the deadline
+
+
+def test_a_rank_that_fails_before_joining_stops_the_run_without_a_retry() -> None:
+    import ranks_that_fail_to_import
+
+    start = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "starting them again"
+        outcomes = run_ranks(
+            ranks_that_fail_to_import.never_reached,
+            3,
+            timeout=RUN_TIMEOUT,
+            env=QUIET,
+            raise_on_failure=False,
+        )
+    assert outcomes[1].status == "error" and "refuses to load on rank 1" in outcomes[1].error
+    assert all(o.status != "ok" for o in outcomes)
+    assert time.monotonic() - start < 60  # the others were not left waiting for rank 1
+
+
 def test_a_failing_rank_is_reported() -> None:
     with pytest.raises(RankFailure, match="rank 1: raised ValueError: boom"):
         run_ranks(distributed_ranks.fail_on_rank_one, 2, timeout=60, env=QUIET)
 
 
-def test_destroying_a_group_frees_it_and_a_new_group_of_that_name_gets_fresh_handles(
-    tmp_path,
-) -> None:
+def test_destroying_a_group_frees_it_and_a_new_group_of_that_name_gets_fresh_handles() -> None:
     for backend in sorted({"ref", DEFAULT_BACKEND}):
-        store = tmp_path / f"second-store-{backend}"
         results = run_ranks(
             distributed_ranks.group_lifetime,
             2,
-            (str(store),),
+            (f"second-store-{backend}",),
             timeout=RUN_TIMEOUT,
             env={**QUIET, "HELION_BACKEND": backend},
         )
@@ -167,11 +214,10 @@ def test_destroying_a_group_frees_it_and_a_new_group_of_that_name_gets_fresh_han
             assert result["same_name"] and result["current"], f"{backend} rank {rank}: {result}"
 
 
-def test_a_group_re_created_with_another_size_gets_its_own_kernel(tmp_path) -> None:
+def test_a_group_re_created_with_another_size_gets_its_own_kernel() -> None:
     results = run_ranks(
         distributed_ranks.regroup_by_size,
         3,
-        (str(tmp_path),),
         timeout=90,  # the stale kernel made the third rank wait for a peer that never came
         env={**QUIET, "HELION_BACKEND": "ref", "HELION_DIST_TIMEOUT": "20"},
     )
