@@ -820,6 +820,17 @@ class ControlFlowTensorMismatch(BaseError):
     hint = "Make both branches produce tensors of the same shape and dtype."
 
 
+class LoopCarriedTypeChange(ControlFlowTensorMismatch):
+    message = (
+        "The loop changes {0!s} from {1!s} to {2!s}; a value carried from one iteration to the "
+        "next keeps its type."
+    )
+    hint = (
+        "Start it with the type the loop gives it (e.g. hl.zeros(..., dtype=torch.float32)), "
+        "or cast in the body (`.to(...)`)."
+    )
+
+
 class ShapeSpecializingCall(BaseError):
     message = "Call would force shape specialization, try `hl.specialize(x)` or `hl.constexpr`."
 

@@ -491,9 +491,10 @@ class Tracer:
             tile_proxies = [self._loop_variable(t, request.is_grid) for t in tiles]
             target = tuple(tile_proxies) if request.multi else tile_proxies[0]
             results = body_fn(target, *[DeviceValue(self, v) for v in inner_carried])
+            names = body_fn.__code__.co_varnames[1 : 1 + len(carried_values)]
             body.yields = [
-                self._coerce_carried(r, init, loop_info.loc)
-                for r, init in zip(results, carried_values, strict=True)
+                self._coerce_carried(r, init, name, loop_info.loc)
+                for r, init, name in zip(results, carried_values, names, strict=True)
             ]
         finally:
             if top_level:
@@ -529,7 +530,12 @@ class Tracer:
             return self.tile_attr(proxy, "begin")  # hl.grid yields scalar indices
         return proxy
 
-    def _coerce_carried(self, result: Any, init: Value, loc: exc.SourceLocation | None) -> Value:
+    def _coerce_carried(
+        self, result: Any, init: Value, name: str, loc: exc.SourceLocation | None
+    ) -> Value:
+        """The value a loop body yields for a carried variable, in the variable's type. A body
+        that widens the dtype (int32 + float32) is refused: casting back every iteration would
+        silently truncate, and the loop is traced once, with the initial type."""
         value = self.as_value(result, init.dtype)
         if value.type == init.type:
             return value
@@ -538,13 +544,14 @@ class Tracer:
                 shape = ops.broadcast_shapes(value.shape, init.shape)
             except ValueError:
                 shape = None
-            if shape is not None and ops.shapes_equal(shape, init.shape):
+            widens = torch.promote_types(init.dtype, value.dtype) != init.dtype
+            if shape is not None and ops.shapes_equal(shape, init.shape) and not widens:
                 if value.shape != init.shape:
                     value = self.emit(ops.view_expand, [value], {"shape": init.shape}).output
-                if value.dtype != init.dtype:
+                if value.dtype != init.dtype:  # a narrower dtype: the cast loses nothing
                     value = self.emit(ops.cast, [value], {"dtype": init.dtype}).output
                 return value
-        raise exc.ControlFlowTensorMismatch(str(init.type), str(value.type), loc=loc)
+        raise exc.LoopCarriedTypeChange(f"{name!r}", str(init.type), str(value.type), loc=loc)
 
     def _unrolled_loop(self, iterable: Any, body_fn: Callable, carried: tuple) -> tuple:
         if isinstance(iterable, (DeviceValue, HostTensor)):
