@@ -488,6 +488,34 @@ def test_loop_carried_shape_change():
     _expect(exc.ControlFlowTensorMismatch, k, _x(4, 6))
 
 
+def test_an_int_index_on_a_sliced_dimension_of_a_device_tensor_says_why():
+    @helion.kernel(autotune_effort="none")
+    def k(x):
+        out = torch.empty([x.size(0)])
+        for tm in hl.tile(x.size(0)):
+            v = x[tm, :]
+            out[tm] = v[:, 0]
+        return out
+
+    error = _expect(exc.InvalidIndexingType, k, _x(5, 8))
+    text = str(error)
+    assert "the int 0 on dimension 1" in text and "a ':' slice" in text, text
+    assert "x[tile, 0]" in text and "out[tm] = v[:, 0]" in text, text
+
+
+def test_boolean_mask_indexing_of_a_device_tensor_is_refused_as_data_dependent():
+    @helion.kernel(autotune_effort="none")
+    def k(x):
+        out = torch.empty([x.size(0)])
+        for tm in hl.tile(x.size(0)):
+            v = x[tm, :]
+            out[tm] = v[v > 0].sum()
+        return out
+
+    error = _expect(exc.DataDependentOutputShapeNotSupported, k, _x(5, 8))
+    assert "Boolean-mask indexing" in str(error) and "DeviceValue" not in str(error)
+
+
 def test_unknown_setting():
     with pytest.raises(TypeError):
         helion.kernel(not_a_setting=True)(lambda x: x)

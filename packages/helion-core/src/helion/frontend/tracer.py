@@ -910,15 +910,34 @@ class Tracer:
                 items.append(item % int(value.value.shape[dim]))
                 dim += 1
             else:
-                raise exc.InvalidIndexingType(
-                    f"{type(item).__name__} on a device tensor (only None, ':' and constant ints work; "
-                    "load from the host tensor instead)",
-                    loc=self.current_loc(),
-                )
+                raise self._device_index_refusal(item, dim)
         return self.wrap(
             self.emit(
                 ops.view_subscript, [value.value], {"items": tuple(items), "shape": tuple(shape)}
             )
+        )
+
+    def _device_index_refusal(self, item: Any, dim: int) -> exc.BaseError:
+        """Why ``item`` cannot index dimension ``dim`` of a device tensor (a value in registers,
+        not memory: it takes None, ':' and ints on dimensions of constant size only)."""
+        loc = self.current_loc()
+        if isinstance(item, DeviceValue) and item.value.dtype == torch.bool:
+            return exc.DataDependentOutputShapeNotSupported(
+                "Boolean-mask indexing of a device tensor", loc=loc
+            )
+        if isinstance(item, int) and not isinstance(item, bool):
+            return exc.InvalidIndexingType(
+                f"the int {item} on dimension {dim} of a device tensor, whose size is a tile or "
+                "a ':' slice rather than a constant; an int picks an element only on a "
+                "dimension of constant size (e.g. one made by None). Index the host tensor "
+                "instead (x[tile, 0]), or use torch.where / a reduction on the device tensor",
+                loc=loc,
+            )
+        what = "a tensor" if isinstance(item, DeviceValue) else type(item).__name__
+        return exc.InvalidIndexingType(
+            f"{what} on a device tensor (a device tensor takes None, ':' and ints on dimensions "
+            "of constant size; index the host tensor instead)",
+            loc=loc,
         )
 
     def hl_subscript(self, tensor: Any, index: list) -> DeviceValue:
