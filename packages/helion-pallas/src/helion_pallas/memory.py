@@ -328,14 +328,18 @@ def _slab_ref(ctx: KernelCodegen, node: Node, plan: RefPlan, shape: tuple) -> tu
     return f"{plan.param}.at[{indexer}]", f"{plan.param}[{indexer}]"
 
 
-def _load_expr(ctx: KernelCodegen, view: str, plain: str, mask: str | None) -> str:
+def _load_expr(
+    ctx: KernelCodegen, view: str, plain: str, mask: str | None, dtype: torch.dtype
+) -> str:
     """A load through `plgpu.load` (one code path for interpret mode and the Triton lowering)."""
+    # masked-off lanes read 0 of the tensor's own dtype: a bare 0 turns a bool load into int64
+    zero = "False" if dtype == torch.bool else "0"
     if ctx.options.target == "tpu":
         # Mosaic TPU has no masked loads; out-of-bounds lanes of a block hold garbage.
-        return plain if mask is None else f"jnp.where({mask}, {plain}, 0)"
+        return plain if mask is None else f"jnp.where({mask}, {plain}, {zero})"
     if mask is None:
         return f"plgpu.load({view})"
-    return f"plgpu.load({view}, mask={mask}, other=0)"
+    return f"plgpu.load({view}, mask={mask}, other={zero})"
 
 
 def _store_stmt(ctx: KernelCodegen, view: str, plain: str, value: str, mask: str | None) -> str:
@@ -366,10 +370,12 @@ def _load(ctx: KernelCodegen, node: Node) -> str:
     if _indexed_with_arrays(ctx, node, shape):
         indices = ", ".join(_gather_indices(ctx, node, shape))
         mask = _mask_in(ctx, node, shape, extra)
-        return _load_expr(ctx, f"{plan.param}.at[{indices}]", f"{plan.param}[{indices}]", mask)
+        view, plain = f"{plan.param}.at[{indices}]", f"{plan.param}[{indices}]"
+        return _load_expr(ctx, view, plain, mask, node.output.dtype)
     view, plain = _slab_ref(ctx, node, plan, shape)
     mask = _slab_mask(ctx, node, shape, extra)
-    return _unsqueeze_none(ctx, node, _load_expr(ctx, view, plain, mask), shape)
+    load = _load_expr(ctx, view, plain, mask, node.output.dtype)
+    return _unsqueeze_none(ctx, node, load, shape)
 
 
 @pallas_lowering(ops.store)
