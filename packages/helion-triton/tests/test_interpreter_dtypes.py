@@ -51,8 +51,9 @@ def test_bf16_elementwise(name, device):
     y = torch.randn(7, 13, device=device, dtype=torch.bfloat16)
     out = elementwise(x, y, fn)
     assert out.dtype == torch.bfloat16
-    # one bf16 ulp of slack: the interpreter rounds float32 -> bf16 towards zero
-    torch.testing.assert_close(out, fn(x, y), atol=1e-2, rtol=1e-2)
+    # exact: each op rounds its float32 result to nearest even, as torch does (the interpreter's
+    # own conversion truncates; the backend rounds instead)
+    torch.testing.assert_close(out, fn(x, y), atol=0, rtol=0)
 
 
 @helion.kernel(backend="triton", config=helion.Config(block_sizes=[16, 16, 16]))
@@ -109,3 +110,27 @@ def test_neg_flips_the_sign_of_zero_as_torch_does(dtype: torch.dtype) -> None:
     numbers = ~torch.isnan(want) if dtype.is_floating_point else torch.ones_like(want, dtype=bool)
     # the sign of a NaN is not specified (an x86 multiply keeps the operand's)
     assert torch.equal(torch.signbit(got)[numbers], torch.signbit(want)[numbers]), (got, want)
+
+
+@helion.kernel(backend="triton", config=CONFIG)
+def to_bfloat16(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    explicit = torch.empty(x.shape, dtype=torch.bfloat16, device=x.device)
+    on_store = torch.empty(x.shape, dtype=torch.bfloat16, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        explicit[tile, :] = x[tile, :].to(torch.bfloat16)
+        on_store[tile, :] = x[tile, :] * 1  # the store converts
+    return explicit, on_store
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64], ids=str)
+def test_conversion_to_bfloat16_rounds_to_nearest_even(dtype: torch.dtype, device) -> None:
+    special = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.0 + 2**-8, 1.0 + 3 * 2**-8]
+    if dtype != torch.float16:
+        special += [3.3895e38, -3.3895e38, 1e-40, -1e-40, 2**-130]  # overflow, subnormals
+    x = torch.cat([torch.tensor(special), torch.randn(7 * 13 - len(special)) * 100])
+    x = x.to(dtype).reshape(7, 13).to(device)
+    explicit, on_store = to_bfloat16(x)
+    expected = x.to(torch.bfloat16)
+    for got in (explicit, on_store):
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got, expected, atol=0, rtol=0, equal_nan=True)

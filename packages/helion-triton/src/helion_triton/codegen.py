@@ -307,6 +307,18 @@ def resolve_blocks(
     return block_value, real_block, looped
 
 
+# float32 -> bfloat16 with round-to-nearest-even on the bits (interpreter only: its conversion
+# truncates); NaN stays a quiet NaN, overflow rounds to infinity
+_TO_BFLOAT16 = """
+@triton.jit
+def _helion_to_bfloat16(x):
+    bits = x.to(tl.uint32, bitcast=True)
+    rounded = bits + (0x7FFF + ((bits >> 16) & 1))
+    upper = tl.where(x != x, bits | 0x400000, rounded) >> 16
+    return upper.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+"""
+
+
 class Names:
     """Fresh Python identifiers: ``load``, ``load_1``, ``load_2``, ..."""
 
@@ -478,9 +490,11 @@ class KernelCodegen:
             return f"({expr} != 0)"
         if self.target.interpret and (to in fp8.FP8 or frm in fp8.FP8):
             return fp8.interpreted_cast(self, expr, to, frm) or f"{atom(expr)}.to({self.tl(to)})"
-        if to == torch.bfloat16 and self.target.interpret and not (frm and frm.is_floating_point):
-            # the interpreter turns ints / bools into bf16 by reinterpreting bits: go via float32
-            return f"{atom(expr)}.to(tl.float32).to(tl.bfloat16)"
+        if to == torch.bfloat16 and self.target.interpret:
+            # the interpreter turns ints / bools into bf16 by reinterpreting bits, and truncates
+            # floats: go via float32 and round to nearest even as torch and the GPU do
+            as_float = expr if frm == torch.float32 else f"{atom(expr)}.to(tl.float32)"
+            return f"{self.helper('_helion_to_bfloat16', _TO_BFLOAT16)}({as_float})"
         return f"{atom(expr)}.to({self.tl(to)})"
 
     def operand(self, operand: Any, dtype: torch.dtype) -> str:
