@@ -697,14 +697,14 @@ class KernelCodegen:
         """A math function missing from ``tl``: libdevice on the GPU, a helper in the interpreter."""
         if self.target.interpret:
             for helper in mathlib.helper_closure(name):
-                if helper not in self.helpers:
-                    self.helpers[helper] = mathlib.HELPERS[helper][1].strip()
+                self.helpers.setdefault(f"_helion_{helper}", mathlib.HELPERS[helper][1].strip())
             return f"_helion_{name}({', '.join(args)})"
         self.uses_libdevice = True
         return f"libdevice.{mathlib.LIBDEVICE[name]}({', '.join(args)})"
 
     def helper(self, name: str, source: str) -> str:
-        """Add a module-level function (e.g. a combine function for tl.reduce) once."""
+        """Add a module-level function (e.g. a combine function for tl.reduce) once; ``name`` is
+        the name ``source`` defines (``self.helpers`` is keyed by the names defined)."""
         self.helpers.setdefault(name, source.strip())
         return name
 
@@ -1057,6 +1057,10 @@ class KernelCodegen:
         out.append("")
         for source in self.helpers.values():
             out += ["", source, ""]
+        # helpers keep the fixed names they were added under while the body was generated; a
+        # kernel named like one (`def expm1` next to the `_helion_expm1` helper) is renamed
+        while kernel_name in self.helpers:
+            kernel_name = self.fresh(kernel_name)
         out += ["", decorator, f"def {kernel_name}({signature}):"]
         out += self.prologue
         out += self.lines
