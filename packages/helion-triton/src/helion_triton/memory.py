@@ -360,11 +360,38 @@ def _atomic(ctx: Any, node: Node) -> str:
             pointer = f"{base} + tl.where({mask_name}, {offset}, 0)"
         return f'tl.atomic_cas({pointer}, {expected}, {value}, sem="{sem}")'
     if kind not in _ATOMICS:
-        raise ctx.unsupported(f"atomic_{kind}")
-    if node.output.dtype == torch.bool:
-        raise ctx.unsupported(f"atomic_{kind} on a bool tensor")
+        raise ctx.unsupported(f"hl.atomic_{kind}")
+    dtype = node.output.dtype
+    refusal = _atomic_refusal(kind, dtype, ctx.target.interpret)
+    if refusal is not None:
+        name = str(dtype).removeprefix("torch.")
+        raise ctx.unsupported(f"hl.atomic_{kind} on a {name} tensor ({refusal})")
     masked = f", mask={mask}" if mask is not None else ""
+    if kind == "xchg" and dtype.is_floating_point:
+        # an exchange only moves bits: Triton's interpreter exchanges integers only
+        bits = _SAME_WIDTH_INT[dtype]
+        pointer = f"({pointer}).to(tl.pointer_type({bits}))"
+        value = f"({value}).to({bits}, bitcast=True)"
+        old = f'tl.atomic_xchg({pointer}, {value}{masked}, sem="{sem}")'
+        return f"({old}).to({ctx.tl(dtype)}, bitcast=True)"
     return f'{_ATOMICS[kind]}({pointer}, {value}{masked}, sem="{sem}")'
+
+
+_SAME_WIDTH_INT = {torch.float32: "tl.int32", torch.float64: "tl.int64"}
+
+
+def _atomic_refusal(kind: str, dtype: torch.dtype, interpret: bool) -> str | None:
+    """Why Triton has no atomic ``kind`` on ``dtype`` (None when it has): its read-modify-write
+    atomics take 32- and 64-bit values, plus float16/bfloat16 for add; its interpreter has no
+    bfloat16 add."""
+    if dtype == torch.bool or dtype.itemsize < 2 or dtype == torch.int16:
+        return "Triton's atomics take 32- and 64-bit values"
+    if dtype in (torch.float16, torch.bfloat16):
+        if kind != "add":
+            return "Triton's atomics on 16-bit floats only add"
+        if interpret and dtype == torch.bfloat16:
+            return "Triton's interpreter has no bfloat16 atomic add"
+    return None
 
 
 __all__ = ["box_dims", "pointer_access"]
