@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,61 @@ def test_a_config_failing_on_one_set_is_rejected_and_not_run_on_later_sets() -> 
     scores = evaluator.evaluate([config(16), config(32)])
     assert scores[0] == math.inf and math.isfinite(scores[1])
     assert third.calls == 1  # block 16 was never run on the third set
+
+
+# ================================================================================ progress
+def _in_ms(value: str, unit: str) -> float:
+    return float(value) / 1000.0 if unit == "us" else float(value)
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "relative_to", "shown"),
+    [
+        ("geomean", "default", r"best geomean vs default (?P<value>[\d.]+)x"),
+        ("max", None, r"best max (?P<value>[\d.]+) (?P<unit>ms|us)"),
+    ],
+)
+def test_the_progress_shows_the_score_being_optimized(
+    aggregation: str,
+    relative_to: str | None,
+    shown: str,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the live line showed the fastest time of any one set (the references' included) as
+    # "best", and counted set measurements: "21/21 ... best 31.84 us" for six configs over
+    # three sets whose best score was 1.79 times the default's; the final line printed that
+    # ratio as "1.791 ms"
+    pytest.importorskip("rich")
+    scores: list[float] = []
+    original = MultiSetEvaluator.evaluate
+
+    def keep_scores(self: MultiSetEvaluator, configs: Any) -> list[float]:
+        found = original(self, configs)
+        scores.extend(found)
+        return found
+
+    monkeypatch.setattr(MultiSetEvaluator, "evaluate", keep_scores)
+    kernel = make(double, autotune_progress_bar=True, autotune_log_level=logging.INFO)
+    with caplog.at_level(logging.INFO, logger="helion.autotuner"):
+        kernel.autotune_multi(
+            size_sets(),
+            aggregation=aggregation,
+            relative_to=relative_to,
+            max_evaluations=6,
+            budget_seconds=30,
+        )
+    measured = [s for s in scores if not math.isnan(s)]
+    best = min(measured)
+    [bar] = [line for line in capsys.readouterr().err.splitlines() if "Autotuning double" in line]
+    assert f" {len(measured)}/{len(measured)} " in bar, bar  # configs, not set measurements
+    match = re.search(shown, bar)
+    assert match is not None, bar
+    value = _in_ms(match["value"], match.groupdict().get("unit") or "")
+    assert value == pytest.approx(best, rel=0.01, abs=0.01), (bar, best)
+    [done] = [r.getMessage() for r in caplog.records if "autotuning done" in r.getMessage()]
+    assert re.search(shown, done), done
 
 
 # ================================================================================ from_cache

@@ -8,9 +8,11 @@ The kernel is a fake bound kernel on CPU with the BoundKernel surface the autotu
 from __future__ import annotations
 
 import json
+import logging
 import math
 import multiprocessing
 import os
+import re
 import signal
 import time
 import warnings
@@ -596,3 +598,68 @@ def test_a_default_config_that_hung_the_baseline_is_not_run_again(
     assert "accuracy baseline" in harness.results[0].reason
     if isolation == "inprocess":
         assert bound.compiles == compiles + 1  # only (16, 4) was compiled
+
+
+# ============================================================================ many hangs
+# of the 54 configs, only those with 4 warps or a block of 32 run; the 40 others hang, the
+# fastest of all ((16, 2) and (16, 8)) among them
+BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+WARPS = (1, 2, 4, 8, 16, 32)
+MANY_HANGS = {(b, w): "hang" for b in BLOCKS for w in WARPS if w != 4 and b != 32}
+HANG_BUDGET = 6.0
+#: fork/kill overheads on a loaded 2-core machine; a hang used to cost 10 s alone
+HANG_SLACK = 3.5
+
+
+@pytest.mark.parametrize("isolation", [pytest.param("fork", marks=needs_fork), "inprocess"])
+def test_a_quick_search_full_of_hanging_configs_ends_within_its_budget(
+    isolation: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the configured limits (30 s first run, 60 s compile): each hung candidate used to cost
+    # the first-run floor (10 s) or more, so a quick search meeting a few dozen of them ran for
+    # minutes past its budget
+    settings = make_settings(
+        autotune_benchmark_timeout=30,
+        autotune_compile_timeout=60,
+        autotune_precompile="fork" if isolation == "fork" else None,
+        autotune_log_level=logging.INFO,
+    )
+    bound = FakeBound(settings=settings, faults=MANY_HANGS)
+    start = time.perf_counter()
+    with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="helion.autotuner"):
+        warnings.simplefilter("ignore")
+        best = autotune(bound, make_args(), force=True, budget_seconds=HANG_BUDGET)
+    elapsed = time.perf_counter() - start
+    assert elapsed < HANG_BUDGET + HANG_SLACK, f"took {elapsed:.1f}s for a {HANG_BUDGET}s budget"
+    key = (best["block_sizes"][0], best["num_warps"])
+    assert key not in MANY_HANGS, f"a hanging config won: {best}"
+    assert math.isfinite(cost_of(best))
+    # the candidates killed unfinished are in the summary line
+    [done] = [r.getMessage() for r in caplog.records if "autotuning done" in r.getMessage()]
+    assert re.search(r"\d+ (of them timed out|still running at the time budget)", done), done
+
+
+class WarningInChildBound(FakeBound):
+    """Warns, in a screening child only, when a config compiles: as a backend that warns once
+    per process does in every child it runs in (Triton's unusable HELION_CACHE_DIR)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parent = os.getpid()
+
+    def compile_config(self, config: Config) -> Callable[..., Any]:
+        if os.getpid() != self.parent:
+            warnings.warn(f"cannot use the cache for {config}", UserWarning, stacklevel=1)
+        return super().compile_config(config)
+
+
+@needs_fork
+def test_a_warning_every_screening_child_raises_is_shown_once_by_the_parent() -> None:
+    bound = WarningInChildBound(settings=make_settings())
+    harness = BenchmarkHarness(bound, make_args(), profile=QUICK, isolation="fork")
+    with harness, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        times = harness.evaluate([config(16, 4), config(8, 2), config(64, 1), config(4, 8)])
+    assert all(math.isfinite(t) for t in times)
+    shown = [str(w.message) for w in caught if "cannot use the cache" in str(w.message)]
+    assert len(shown) == 1, shown

@@ -174,6 +174,15 @@ class TritonBackend(Backend):
 
         return module_cache_key(compiled.source, interpret=compiled.target.interpret)
 
+    def prepare_autotune(self, device: torch.device) -> None:
+        """Called by the autotuner in the tuning process before candidates run in child
+        processes: settles the module cache directory here, so that a ``HELION_CACHE_DIR``
+        that cannot be used is warned about once, and forked children inherit the fallback
+        directory (each of them used to warn, and to make a private directory of its own)."""
+        from helion_triton.launcher import cache_dir
+
+        cache_dir()
+
     def config_problem(self, ir: KernelIR, config: Config, device: torch.device) -> str | None:
         from helion_triton.tunables import tile_problem
 

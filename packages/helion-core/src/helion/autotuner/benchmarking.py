@@ -18,6 +18,15 @@ For each batch of candidate configs:
 3. **Re-benchmarking** of the leaders (:meth:`BenchmarkHarness.rebenchmark`): interleaved
    rounds, median per config, so one noisy first measurement cannot pick the winner.
 
+The time budget: ``deadline`` (set by the search) ends screening and timing once some config
+works: no candidate starts after it, and those still compiling or running (in a child, or in
+process under the watchdog) are killed and recorded as ``stopped``, unmeasured, whatever their
+own limits; so a batch full of hanging candidates cannot stretch a search past its budget.
+
+Warnings a screening child raises are sent to this process and shown once per search and
+source line, and the backend's optional ``prepare_autotune(device)`` runs here before any child
+starts (per-process setup, done once, inherited by forked children).
+
 The accuracy baseline is the default config's output (or ``settings.autotune_baseline_fn``'s);
 tolerances come from ``autotune_baseline_atol/rtol`` (default 1e-2), fp8 outputs compare bitwise,
 and tensors the kernel mutates in place are compared too.
@@ -42,6 +51,7 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -89,6 +99,9 @@ class CandidateResult:
     time_ms: float = math.inf
     reason: str = ""
     compile_seconds: float | None = None
+    #: killed unfinished because the time budget ran out ("skipped"): maybe a hang, maybe only
+    #: slow; it was not measured, so it neither counts as a failure nor can win
+    stopped: bool = False
 
     @property
     def ok(self) -> bool:
@@ -490,7 +503,68 @@ def run_candidate(
     ``("compiled", seconds)`` after compiling, then ``("result", status, reason)`` and, with
     ``return_output``, ``("output", output, mutated_args)`` before it.  Used by the isolated
     screening children and workers.
+
+    In a child that called :func:`_keep_warnings`, the Python warnings raised meanwhile are
+    sent as ``("warnings", [(category, message, filename, lineno), ...])`` before the result
+    instead of being printed: the parent shows each once per search, where every child used
+    to print its own copy (over the progress display, too).
     """
+
+    def send_warnings_first(message: tuple[Any, ...]) -> None:
+        # before the result: the parent stops reading a child once it has its result
+        if message[0] == "result" and _kept_warnings:
+            with contextlib.suppress(Exception):
+                send(("warnings", list(_kept_warnings)))
+            _kept_warnings.clear()
+        send(message)
+
+    _run_candidate(
+        bound, config, args, baseline, device, send_warnings_first, return_output=return_output
+    )
+
+
+#: a screening child's warnings, kept for the parent (see :func:`_keep_warnings`)
+_kept_warnings: list[tuple[str, str, str, int]] = []
+
+
+def _portable_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int | None
+) -> tuple[str, str, str, int]:
+    """A warning as plain data: ``("module:qualname" of its class, text, filename, line)``."""
+    name = f"{category.__module__}:{category.__qualname__}"
+    return name, str(message), str(filename), int(lineno or 0)
+
+
+def _keep_warnings() -> None:
+    """In a screening child: keep the warnings that pass the filters for the parent instead of
+    printing them. ``showwarning`` is replaced rather than ``catch_warnings`` used, so the
+    once-per-location registries inherited from the parent still hold: what the parent
+    already showed is not raised again."""
+
+    def keep(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        _kept_warnings.append(_portable_warning(message, category, filename, lineno))
+
+    _kept_warnings.clear()
+    warnings.showwarning = keep
+
+
+def _run_candidate(
+    bound: Any,
+    config: Any,
+    args: Sequence[Any],
+    baseline: Baseline | None,
+    device: torch.device,
+    send: Callable[[tuple[Any, ...]], None],
+    *,
+    return_output: bool,
+) -> None:
     phase = "compile"
     try:
         start = time.perf_counter()
@@ -545,6 +619,7 @@ def _fork_child_main(
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _quiet_crash_reports()
+    _keep_warnings()
     try:
         run_candidate(bound, config, args, baseline, device, conn.send, return_output=return_output)
     finally:
@@ -581,6 +656,7 @@ def _spawn_worker_main(conn: Any, module_name: str, qualname: str) -> None:
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     _quiet_crash_reports()
+    _keep_warnings()  # those of the start-up too: sent with the first candidate's
     try:
         kernel: Any = _import_kernel_module(module_name)
         for part in qualname.split("."):
@@ -650,6 +726,7 @@ class _Job:
     process: Any
     deadline: float
     phase: str = "compile"
+    started: float = field(default_factory=time.perf_counter)
     compile_seconds: float | None = None
     run_started: float | None = None
     output: Any = None
@@ -669,10 +746,16 @@ def _exit_reason(exitcode: int | None) -> str:
     return f"process exited with code {exitcode} without reporting a result"
 
 
+#: ``should_stop(found_ok)`` of :meth:`_IsolatedRunner.run`: whether to start no more candidates
+#: and kill the running ones; ``found_ok`` says whether one of this run's candidates passed
+StopCheck = Callable[[bool], bool]
+
+
 class _IsolatedRunner:
     """Shared driver loop of the fork and spawn strategies: start jobs, collect messages, enforce
-    the compile timeout (until "compiled") and the run timeout (after), and turn a process that
-    dies without reporting into a "crash" result."""
+    the compile timeout (until "compiled") and the run timeout (after), turn a process that
+    dies without reporting into a "crash" result, and once ``should_stop`` says the time
+    budget is spent, start nothing more and kill what still runs."""
 
     def __init__(self, jobs: int, compile_timeout: float, run_timeout: float) -> None:
         self.jobs = max(1, jobs)
@@ -680,10 +763,18 @@ class _IsolatedRunner:
         self.run_timeout = run_timeout
         # seconds from "compiled" to a successful result, for the adaptive first-run timeout
         self.first_run_seconds: list[float] = []
+        #: when ``should_stop`` may turn true (the search's deadline): the loop wakes up then
+        self.stop_time: float | None = None
+        #: receives the warnings a child recorded (see :func:`run_candidate`)
+        self.on_warnings: Callable[[list[tuple[str, str, str, int]]], None] | None = None
 
     # strategy hooks
     def _launch(self, index: int, config: Any) -> _Job:
         raise NotImplementedError
+
+    def _launch_refusal(self) -> str | None:
+        """Why no more candidates may start (they are "skipped" with it), or None."""
+        return None
 
     def _on_ready(self, job: _Job) -> None:
         pass
@@ -694,18 +785,20 @@ class _IsolatedRunner:
     def _release(self, job: _Job, healthy: bool) -> None:
         raise NotImplementedError
 
-    def run(self, configs: Sequence[Any], should_stop: Callable[[], bool]) -> list[CandidateResult]:
+    def run(self, configs: Sequence[Any], should_stop: StopCheck) -> list[CandidateResult]:
         results: list[CandidateResult | None] = [None] * len(configs)
         queue = list(range(len(configs)))
         running: list[_Job] = []
+        found_ok = False
         try:
             while queue or running:
                 while queue and len(running) < self.jobs:
                     index = queue.pop(0)
-                    if should_stop():
-                        results[index] = CandidateResult(
-                            configs[index], "skipped", reason="time budget spent"
-                        )
+                    refusal = self._launch_refusal()
+                    if refusal is None and should_stop(found_ok):
+                        refusal = "time budget spent"
+                    if refusal is not None:
+                        results[index] = CandidateResult(configs[index], "skipped", reason=refusal)
                         continue
                     try:
                         running.append(self._launch(index, configs[index]))
@@ -717,16 +810,27 @@ class _IsolatedRunner:
                         )
                 if not running:
                     continue
-                timeout = max(0.0, min(job.deadline for job in running) - time.perf_counter())
+                wake = min(job.deadline for job in running)
+                now = time.perf_counter()
+                if self.stop_time is not None and self.stop_time > now:
+                    wake = min(wake, self.stop_time)
                 waitables = [job.conn for job in running] + [
                     job.process.sentinel for job in running
                 ]
-                multiprocessing.connection.wait(waitables, timeout=min(timeout, 1.0))
+                multiprocessing.connection.wait(waitables, timeout=min(max(0.0, wake - now), 1.0))
                 for job in list(running):
                     result = self._poll(job)
                     if result is not None:
                         results[job.index] = result
                         running.remove(job)
+                        found_ok = found_ok or result.ok
+                if running and should_stop(found_ok):
+                    # the search is over: what still compiles or runs (often a hang) would
+                    # finish too late to be used, and waiting for its own timeout is what
+                    # let hung candidates overrun a quick search's budget
+                    for job in running:
+                        results[job.index] = self._stop(job)
+                    running = []
         finally:
             for job in running:
                 self._release(job, healthy=False)
@@ -734,6 +838,18 @@ class _IsolatedRunner:
             r if r is not None else CandidateResult(c, "error", reason="no result")
             for r, c in zip(results, configs, strict=True)
         ]
+
+    def _stop(self, job: _Job) -> CandidateResult:
+        seconds = time.perf_counter() - job.started
+        what = "compiling" if job.phase == "compile" else "running"
+        self._release(job, healthy=False)
+        return CandidateResult(
+            job.config,
+            "skipped",
+            reason=f"stopped when the time budget ran out, still {what} after {seconds:.1f}s",
+            compile_seconds=job.compile_seconds,
+            stopped=True,
+        )
 
     def _drain(self, job: _Job) -> CandidateResult | None:
         while True:
@@ -755,6 +871,9 @@ class _IsolatedRunner:
                 job.deadline = job.run_started + self.run_timeout
             elif kind == "output":
                 job.output = _from_bytes(message[1])
+            elif kind == "warnings":
+                if self.on_warnings is not None:
+                    self.on_warnings(list(message[1]))
             elif kind == "result":
                 job.retire = len(message) > 3 and bool(message[3])
                 if message[1] == "ok" and job.run_started is not None:
@@ -939,13 +1058,16 @@ class _SpawnRunner(_IsolatedRunner):
         self.broken = reason
         return CandidateResult(job.config, "skipped", reason=f"worker failed to start: {reason}")
 
-    def run(self, configs: Sequence[Any], should_stop: Callable[[], bool]) -> list[CandidateResult]:
+    def run(self, configs: Sequence[Any], should_stop: StopCheck) -> list[CandidateResult]:
         if self.broken is not None:
             return [
                 CandidateResult(c, "skipped", reason=f"worker failed to start: {self.broken}")
                 for c in configs
             ]
-        return super().run(configs, lambda: should_stop() or self.broken is not None)
+        return super().run(configs, should_stop)
+
+    def _launch_refusal(self) -> str | None:
+        return None if self.broken is None else f"worker failed to start: {self.broken}"
 
     def _release(self, job: _Job, healthy: bool) -> None:
         if healthy and not job.retire and job.process.is_alive():
@@ -967,6 +1089,17 @@ class _SpawnRunner(_IsolatedRunner):
                 conn.close()
         self.idle.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _warning_category(name: str) -> type[Warning]:
+    """The warning class named ``module:qualname`` in this process, else ``UserWarning``."""
+    module_name, _, qualname = name.partition(":")
+    value: Any = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        value = getattr(value, part, None)
+    if isinstance(value, type) and issubclass(value, Warning):
+        return value
+    return UserWarning
 
 
 def _codegen_settings(settings: Any) -> dict[str, Any]:
@@ -1035,6 +1168,8 @@ class BenchmarkHarness:
         self._timed_out: dict[str, CandidateResult] = {}
         self._csv_path = getattr(s, "autotune_log", None)
         self._csv_started = False
+        # where the warnings already shown were raised (see _show_warnings)
+        self._warning_sites: set[tuple[str, str, int]] = set()
 
     # ------------------------------------------------------------------ setup
     def _choose_isolation(self) -> str:
@@ -1077,6 +1212,7 @@ class BenchmarkHarness:
             return
         self._ready = True
         self.isolation = self._choose_isolation()
+        self._prepare_backend()
         if self.isolation == "spawn":
             reference = self._importable_ref()
             try:
@@ -1099,6 +1235,39 @@ class BenchmarkHarness:
                 )
                 self._fall_back_to_in_process()
         self.log.debug("autotune isolation: %s, %d jobs", self.isolation, self.jobs)
+
+    def _prepare_backend(self) -> None:
+        """The backend's ``prepare_autotune(device)``, if it has one, here in the parent before
+        any candidate runs in a child: per-process setup done once (a Triton cache directory
+        that cannot be used is found and warned about here, and forked children inherit the
+        fallback instead of each warning again). Its warnings count as shown for the whole
+        search, so the same warning from a spawned worker is not shown again."""
+        backend = getattr(self.bound, "backend", None)
+        if backend is None:
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                backend.prepare_autotune(self.device)
+            except Exception as error:
+                self.log.debug("backend prepare_autotune failed: %s", _describe(error))
+        self._show_warnings(
+            [_portable_warning(w.message, w.category, w.filename, w.lineno) for w in caught]
+        )
+
+    def _show_warnings(self, found: list[tuple[str, str, str, int]]) -> None:
+        """Show warnings recorded elsewhere (a screening child, the backend's preparation),
+        each at most once per search and source line: a child, forked or spawned, has its own
+        once-per-process registry, so N children used to print the same warning N times."""
+        for category_name, message, filename, lineno in found:
+            site = (category_name, filename, lineno)
+            if site in self._warning_sites:
+                continue
+            self._warning_sites.add(site)
+            category = _warning_category(category_name)
+            try:
+                warnings.warn_explicit(message, category, filename, lineno)
+            except Warning as error:  # a filter turns it into an error here: the search goes on
+                self.log.warning("%s: %s", type(error).__name__, error)
 
     def _fall_back_to_in_process(self) -> None:
         if self._spawn is not None:
@@ -1174,7 +1343,8 @@ class BenchmarkHarness:
             # even the default config runs isolated: a crash there must not take the search down
             runner = _ForkRunner(self, 1, return_output=True)
             runner.run_timeout = run_timeout
-            result = runner.run([default], lambda: False)[0]
+            runner.on_warnings = self._show_warnings
+            result = runner.run([default], lambda found_ok: False)[0]
             if result.status == "timeout":
                 self._remember_timeout(default, result.reason)
             if not result.ok or 0 not in runner.outputs:
@@ -1215,10 +1385,27 @@ class BenchmarkHarness:
         self.close()
 
     # ------------------------------------------------------------------ evaluate
-    def _out_of_time(self) -> bool:
+    def _out_of_time(self, found_ok: bool = False) -> bool:
+        """Past the deadline, once something works: a config measured, or (``found_ok``) one
+        that passed screening in the current batch and is measured next. Before that the
+        search goes on, so the caller never ends up without a working config."""
         if self.deadline is None or time.perf_counter() < self.deadline:
             return False
-        return any(r.ok for r in self.results)  # keep going until something works
+        return found_ok or self._has_working()
+
+    def _has_working(self) -> bool:
+        return any(r.ok for r in self.results)
+
+    def _budget_cap(self, limit: float) -> tuple[float, bool]:
+        """``limit`` (seconds) cut to the time left before the deadline once something works
+        (a candidate still running then would be measured too late to be used), and whether
+        the cut applies."""
+        if self.deadline is None or not self._has_working():
+            return limit, False
+        left = self.deadline - time.perf_counter()
+        if left >= limit:
+            return limit, False
+        return max(left, 0.001), True  # 0 would mean "no limit" to call_with_timeout
 
     def evaluate(self, configs: Sequence[Any]) -> list[float]:
         self.prepare()
@@ -1300,9 +1487,13 @@ class BenchmarkHarness:
         first_run_timeout = self._first_run_timeout()
         if self._spawn is not None:
             self._spawn.run_timeout = first_run_timeout
+            self._spawn.stop_time = self.deadline
+            self._spawn.on_warnings = self._show_warnings
         if self.isolation == "fork":
             runner = _ForkRunner(self, self.jobs)
             runner.run_timeout = first_run_timeout
+            runner.stop_time = self.deadline
+            runner.on_warnings = self._show_warnings
             try:
                 return list(runner.run(configs, self._out_of_time))
             finally:
@@ -1334,17 +1525,24 @@ class BenchmarkHarness:
         compile_seconds: float | None,
     ) -> CandidateResult:
         phase = "compile"
+        # each step's limit is cut to the time left once something works (by_budget): a
+        # candidate interrupted by that cut is stopped unmeasured, not failed
+        by_budget = False
         try:
             start = time.perf_counter()
-            fn = call_with_timeout(lambda: self.bound.compile_config(config), self.compile_timeout)
+            limit, by_budget = self._budget_cap(self.compile_timeout)
+            fn = call_with_timeout(lambda: self.bound.compile_config(config), limit)
             if compile_seconds is None:
                 compile_seconds = time.perf_counter() - start
             phase = "run"
             if not (first_run_done and accuracy_checked):
+                # a first run here (in-process screening) gets a screened first run's limit
+                first = self.run_timeout if first_run_done else self._first_run_timeout()
+                limit, by_budget = self._budget_cap(first)
                 call_args = clone_args(self.args)
                 with accuracy_rng():
                     output = call_with_timeout(
-                        lambda: _call_and_sync(fn, call_args, self.device), self.run_timeout
+                        lambda: _call_and_sync(fn, call_args, self.device), limit
                     )
                 if self.baseline is not None:
                     problem = self.baseline.check(output, call_args)
@@ -1355,8 +1553,18 @@ class BenchmarkHarness:
             time_it = functools.partial(
                 self._time, fn, self.profile.benchmark_target_ms, allow_cutoff=True
             )
-            ms = call_with_timeout(time_it, self.run_timeout)
+            limit, by_budget = self._budget_cap(self.run_timeout)
+            ms = call_with_timeout(time_it, limit)
         except (Exception, SystemExit) as error:  # the watchdog's CandidateTimeout included
+            if by_budget and isinstance(error, CandidateTimeout):
+                what = "compiling" if phase == "compile" else "running"
+                return CandidateResult(
+                    config,
+                    "skipped",
+                    reason=f"stopped when the time budget ran out, still {what}",
+                    compile_seconds=compile_seconds,
+                    stopped=True,
+                )
             status, reason = classify_error(error, phase)
             return CandidateResult(config, status, reason=reason, compile_seconds=compile_seconds)
         if not math.isfinite(ms) or ms < 0:
@@ -1490,6 +1698,11 @@ class BenchmarkHarness:
     def failures(self) -> list[CandidateResult]:
         return [r for r in self.results if not r.ok and r.status != "skipped"]
 
+    @property
+    def stopped(self) -> list[CandidateResult]:
+        """Candidates killed unfinished when the time budget ran out (not failures)."""
+        return [r for r in self.results if r.stopped]
+
     def _finish(self, result: CandidateResult) -> None:
         self.results.append(result)
         if result.compile_seconds is not None and result.status != "timeout":
@@ -1498,6 +1711,8 @@ class BenchmarkHarness:
             self.progress.record(result.time_ms, failed=not result.ok)
         if result.ok:
             self.log.debug("config %s: %.5f ms", result.config, result.time_ms)
+        elif result.stopped:
+            self.log.debug("config %s: %s", result.config, result.reason)
         elif result.status != "skipped":
             self._report_failure(result)
         self._write_csv(result)

@@ -34,8 +34,10 @@ from helion.autotuner.cache import AutotuneCache
 from helion.autotuner.effort import EffortProfile
 from helion.autotuner.effort import get_effort_profile
 from helion.autotuner.effort import normalize_effort
+from helion.autotuner.progress import TIME
 from helion.autotuner.progress import AutotuneLog
 from helion.autotuner.progress import AutotuneProgress
+from helion.autotuner.progress import Score
 from helion.autotuner.progress import plot_convergence
 from helion.autotuner.progress import report_winner
 
@@ -188,12 +190,13 @@ def _tune(
     seeds: list[Any] | None = None,
     config_filter: Callable[[Any], Any] | bool | None = True,
     make_evaluator: Callable[[EffortProfile, AutotuneProgress], Any] | None = None,
-    evaluations_per_config: int = 1,
+    score: Score = TIME,
 ) -> tuple[Any, Any]:
     """Search ``bound``'s config space with ``args``. ``autotune_multi`` passes the rest: the
     shared ``space``, the ``seeds`` of every argument set, their combined ``config_filter``
-    (``True``: the bound kernel's own), an evaluator that measures every set, and how many
-    measurements one config costs (for the progress bar)."""
+    (``True``: the bound kernel's own), an evaluator that measures every set (and records each
+    config's score in the progress it is given), and what that score is (for the progress
+    display and the final line)."""
     from helion.autotuner.benchmarking import BenchmarkHarness
     from helion.autotuner.search import get_search
     from helion.autotuner.search_space import SearchSpaceReport
@@ -234,8 +237,9 @@ def _tune(
     progress = AutotuneProgress(
         log,
         kernel_name=name,
-        total=cap * repeats * evaluations_per_config,
+        total=cap * repeats,
         enabled=progress_enabled,
+        score=score,
     )
     if make_evaluator is None:
         harness = BenchmarkHarness(
@@ -270,7 +274,10 @@ def _tune(
     summary = best.summary()
     summary["seconds"] = round(time.perf_counter() - progress.start, 3)
     summary["failed"] = len(harness.failures)
-    report_winner(log, bound, best.best_config, summary)
+    # the candidates killed: hung past their own limit, or unfinished when the budget ran out
+    summary["timed_out"] = sum(1 for failure in harness.failures if failure.status == "timeout")
+    summary["stopped"] = len(getattr(harness, "stopped", ()))
+    report_winner(log, bound, best.best_config, summary, score)
     _write_details(settings, "result", config=dict(best.best_config), summary=summary)
     plot_path = getattr(settings, "autotune_plot", None)
     if plot_path:

@@ -41,6 +41,7 @@ from helion.autotuner.effort import EffortProfile
 from helion.autotuner.effort import normalize_effort
 from helion.autotuner.progress import AutotuneLog
 from helion.autotuner.progress import AutotuneProgress
+from helion.autotuner.progress import Score
 from helion.autotuner.search.base import config_key
 
 AGGREGATIONS = ("geomean", "max")
@@ -176,8 +177,11 @@ class MultiSetEvaluator:
         default_configs: list[Any],
         baseline_fn: Callable[..., Any] | None,
         profile: EffortProfile,
+        progress: AutotuneProgress | None = None,
     ) -> None:
         self.harnesses = harnesses
+        #: gets each config's score; the harnesses have none (their per-set times are not it)
+        self.progress = progress
         self.aggregation = aggregation
         self.relative_to = relative_to
         self.default_configs = default_configs
@@ -201,6 +205,10 @@ class MultiSetEvaluator:
     @property
     def failures(self) -> list[Any]:
         return [failure for harness in self.harnesses for failure in harness.failures]
+
+    @property
+    def stopped(self) -> list[Any]:
+        return [result for harness in self.harnesses for result in getattr(harness, "stopped", ())]
 
     def __enter__(self) -> MultiSetEvaluator:
         return self
@@ -282,13 +290,26 @@ class MultiSetEvaluator:
     def evaluate(self, configs: Sequence[Any]) -> list[float]:
         self._ensure_references()
         rows = self._per_set(configs, lambda harness, chunk: harness.evaluate(chunk))
-        return self._scored(configs, rows)
+        scores = self._scored(configs, rows)
+        if self.progress is not None:
+            for value in scores:
+                if not math.isnan(value):  # nan: not measured (out of time)
+                    self.progress.record(value, failed=not math.isfinite(value))
+        return scores
 
     def rebenchmark(self, configs: Sequence[Any], rounds: int = 5) -> list[float]:
         rows = self._per_set(
             configs, lambda harness, chunk: harness.rebenchmark(chunk, rounds=rounds)
         )
         return self._scored(configs, rows)
+
+
+def multi_score(aggregation: str, relative_to: str | None) -> Score:
+    """How the progress display and the final line show an ``autotune_multi`` score: the
+    aggregate of per-set times is in ms, of relative times a ratio."""
+    if relative_to is None:
+        return Score(label=f"best {aggregation}")
+    return Score(label=f"best {aggregation} vs {relative_to}", ratio=True)
 
 
 # ------------------------------------------------------------------------------ cache key
@@ -392,9 +413,8 @@ def autotune_multi(
         harnesses = []
         csv_base = getattr(settings, "autotune_log", None)
         for index, (bound, args) in enumerate(zip(bounds, sets, strict=True)):
-            harness = BenchmarkHarness(
-                bound, args, settings=settings, profile=profile, log=log, progress=progress
-            )
+            # no progress: the evaluator records each config's score, not each set's time
+            harness = BenchmarkHarness(bound, args, settings=settings, profile=profile, log=log)
             if csv_base:
                 harness._csv_path = f"{csv_base}.set{index}"  # one CSV per argument set
             harnesses.append(harness)
@@ -405,6 +425,7 @@ def autotune_multi(
             default_configs=[bound.config_spec.default_config() for bound in bounds],
             baseline_fn=getattr(settings, "autotune_baseline_fn", None),
             profile=profile,
+            progress=progress,
         )
         evaluators.append(evaluator)
         return evaluator
@@ -425,14 +446,16 @@ def autotune_multi(
                 seeds=seeds,
                 config_filter=_member_filter(bounds, settings, log),
                 make_evaluator=make_evaluator,
-                evaluations_per_config=len(sets),
+                score=multi_score(aggregation, relative_to),
             )
     per_set = evaluators[-1].set_times.get(config_key(winner)) if evaluators else None
     if per_set is not None:
+        score = multi_score(aggregation, relative_to)
         log.info(
-            "%s: autotune_multi winner: score %.5g, per set %s ms",
+            "%s: autotune_multi winner: score %s (%s), per set %s ms",
             name,
-            tuned.best_time,
+            score.format(tuned.best_time),
+            score.label.removeprefix("best "),
             ", ".join(f"{ms:.5f}" for ms in per_set),
         )
     _install(bounds, sets, winner)

@@ -3,9 +3,11 @@
 * Log lines go to ``logging.getLogger("helion.autotuner")``, filtered by
   ``settings.autotune_log_level`` (0 silences everything).  When nobody configured logging, a
   stderr handler is attached so the lines are visible by default, as in public Helion.
-* The rich progress bar shows configs tried / total, failures, best time and elapsed time; it is
-  off when ``settings.autotune_progress_bar`` is False, the log level is 0, or rich is missing
-  (then a log line is written every few configs instead).
+* The rich progress bar shows configs tried / total, failures, the best score so far and
+  elapsed time; it is off when ``settings.autotune_progress_bar`` is False, the log level is 0,
+  or rich is missing (then a log line is written every few configs instead). The score is what
+  the search minimizes (:class:`Score`): a time in ms for ``autotune``, the aggregate over the
+  argument sets for ``autotune_multi`` (a ratio with ``relative_to``).
 * ``report_winner`` prints the ``@helion.kernel(config=helion.Config(...))`` line to hard-code.
 * ``plot_convergence`` writes a PNG of the best time so far vs. configs tried (matplotlib).
 """
@@ -18,6 +20,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 from typing import Iterable
 
@@ -164,8 +167,31 @@ def format_ms(ms: float) -> str:
     return f"{ms * 1000:.2f} us"
 
 
+@dataclass(frozen=True)
+class Score:
+    """The quantity a search minimizes, as the progress display and the final line name it."""
+
+    #: what precedes the value: "best" for a kernel time, "best geomean vs default", ...
+    label: str = "best"
+    #: a ratio (shown as ``0.873x``), not milliseconds
+    ratio: bool = False
+
+    def format(self, value: float) -> str:
+        if not math.isfinite(value):
+            return "-"
+        return f"{value:.3f}x" if self.ratio else format_ms(value)
+
+    def describe(self, value: float) -> str:
+        return f"{self.label} {self.format(value)}"
+
+
+#: the score of ``autotune``: the kernel's time
+TIME = Score()
+
+
 class AutotuneProgress:
-    """Progress of one autotune run; the harness calls :meth:`record` once per measured config."""
+    """Progress of one autotune run: the evaluator calls :meth:`record` once per measured
+    config, with the config's score (its time, or ``autotune_multi``'s aggregate)."""
 
     def __init__(
         self,
@@ -175,13 +201,16 @@ class AutotuneProgress:
         total: int,
         enabled: bool = True,
         log_every: int = 10,
+        score: Score = TIME,
     ) -> None:
         self.log = log
         self.kernel_name = kernel_name
         self.total = max(1, int(total))
         self.tried = 0
         self.failed = 0
+        #: the best score recorded (milliseconds for the default score)
         self.best_ms = math.inf
+        self.score = score
         self.log_every = max(1, log_every)
         self.start = time.perf_counter()
         self._bar: Any = None
@@ -204,7 +233,7 @@ class AutotuneProgress:
                     BarColumn(),
                     MofNCompleteColumn(),
                     TextColumn("failed {task.fields[failed]}"),
-                    TextColumn("best {task.fields[best]}"),
+                    TextColumn("{task.fields[best]}"),
                     TimeElapsedColumn(),
                     console=Console(file=sys.stderr),
                     transient=False,
@@ -214,19 +243,29 @@ class AutotuneProgress:
                 )
                 self._bar.start()
                 self._task = self._bar.add_task(
-                    f"Autotuning {self.kernel_name}", total=self.total, failed=0, best="-"
+                    f"Autotuning {self.kernel_name}",
+                    total=self.total,
+                    failed=0,
+                    best=self.best_text,
                 )
             except Exception as error:  # rich missing or no usable console: fall back to log lines
                 self.log.debug("progress bar unavailable: %s", error)
                 self._bar = None
         return self
 
-    def record(self, time_ms: float, failed: bool) -> None:
+    @property
+    def best_text(self) -> str:
+        """The best score so far as displayed, e.g. ``best 31.84 us`` or
+        ``best geomean vs default 0.873x``."""
+        return self.score.describe(self.best_ms)
+
+    def record(self, value: float, failed: bool) -> None:
+        """One config measured: its score (see :class:`Score`), and whether it failed."""
         self.tried += 1
         if failed:
             self.failed += 1
-        elif time_ms < self.best_ms:
-            self.best_ms = time_ms
+        elif value < self.best_ms:
+            self.best_ms = value
         if self.tried > self.total:
             self.total = self.tried
         if self._bar is not None:
@@ -235,16 +274,16 @@ class AutotuneProgress:
                 completed=self.tried,
                 total=self.total,
                 failed=self.failed,
-                best=format_ms(self.best_ms),
+                best=self.best_text,
             )
             self._bar.refresh()
         elif self.tried % self.log_every == 0:
             self.log.info(
-                "%s: %d configs tried, %d failed, best %s, %.1fs",
+                "%s: %d configs tried, %d failed, %s, %.1fs",
                 self.kernel_name,
                 self.tried,
                 self.failed,
-                format_ms(self.best_ms),
+                self.best_text,
                 time.perf_counter() - self.start,
             )
 
@@ -264,14 +303,28 @@ def winner_message(bound: Any, config: Any) -> str:
     return f"One can hardcode the best config and skip autotuning with:\n    {decorator}"
 
 
-def report_winner(log: AutotuneLog, bound: Any, config: Any, summary: dict[str, Any]) -> None:
+def report_winner(
+    log: AutotuneLog, bound: Any, config: Any, summary: dict[str, Any], score: Score = TIME
+) -> None:
+    """The line that ends a search, then the one that hard-codes the winner. ``summary`` is
+    the search's, plus ``seconds``, ``failed`` and the killed candidates: ``timed_out`` (hung
+    past their own limit; also counted as failed) and ``stopped`` (unfinished when the time
+    budget ran out; not measured)."""
+    killed = ""
+    if summary.get("timed_out"):
+        killed += f", {summary['timed_out']} of them timed out and killed"
+    stopped = ""
+    if summary.get("stopped"):
+        stopped = f", {summary['stopped']} still running at the time budget and killed"
     log.info(
-        "%s: autotuning done in %.1fs: %d configs measured (%d failed), best %s (%s search, seed %s)",
+        "%s: autotuning done in %.1fs: %d configs measured (%d failed%s)%s, %s (%s search, seed %s)",
         getattr(getattr(bound, "kernel", None), "name", "kernel"),
         summary.get("seconds", 0.0),
         summary.get("evaluations", 0),
         summary.get("failed", 0),
-        format_ms(summary.get("best_ms", math.inf)),
+        killed,
+        stopped,
+        score.describe(summary.get("best_ms", math.inf)),
         summary.get("search", "?"),
         summary.get("seed", "?"),
     )

@@ -222,6 +222,19 @@ class Backend(abc.ABC):
         option = "jax_fn=True" if jax_fn else "allow_helion_deps=False"
         raise exc.OutputCodeUnsupported(f"to_code(options=OutputCodeOptions({option}))", self.name)
 
+    def prepare_autotune(self, device: torch.device) -> None:
+        """Per-process setup the autotuner runs once in the tuning process before any candidate
+        runs in a child process (forked children inherit what it settles).
+
+        Triton's settles its module cache directory here, so that an unusable
+        ``HELION_CACHE_DIR`` is warned about once per search, not once per child. Warnings it
+        raises are shown once; an exception is logged at debug level and the search goes on.
+        The default does nothing.
+
+        Args:
+            device: The device the search runs on.
+        """
+
     def cached_path(self, compiled: CompiledKernel) -> str | None:
         """Return where the artifact of ``compiled`` is kept on disk, or None.
 

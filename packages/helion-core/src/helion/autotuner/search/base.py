@@ -321,7 +321,9 @@ class BaseSearch:
                     skipped = True
                     continue
                 self._record(config, float(ms))
-            if skipped:
+            if skipped and self.best_config is not None:
+                # without a working config the search goes on (the evaluator stopped a batch
+                # on the strength of a candidate that then failed to be measured)
                 raise BudgetExhausted
         return [
             math.inf if c is None else self._times.get(config_key(c), math.inf) for c in prepared
