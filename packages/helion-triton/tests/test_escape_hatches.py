@@ -34,10 +34,14 @@ def triton_kernel(fn: Callable, **settings) -> helion.Kernel:
     return helion.kernel(fn, backend="triton", autotune_effort="none", **settings)
 
 
-def hopper_source(kernel: helion.Kernel, args: tuple) -> tuple[str, object]:
-    """The kernel's Triton source for an H100/H200 (generated on this machine, whatever it is)."""
+def hopper_source(
+    kernel: helion.Kernel, args: tuple, config: helion.Config | None = None
+) -> tuple[str, object]:
+    """The kernel's Triton source for an H100/H200 (generated on this machine, whatever it is),
+    under ``config`` (default: the default config)."""
     bound = kernel.bind(args)
-    generated = bound.backend.generate(bound.ir, bound.config_spec.default_config(), HOPPER)
+    config = bound.config_spec.default_config() if config is None else bound.normalize(config)
+    generated = bound.backend.generate(bound.ir, config, HOPPER)
     return generated.source, (bound, generated)
 
 
@@ -53,14 +57,16 @@ _POINTER_TYPES = {
 }
 
 
-def compile_for_hopper(kernel: helion.Kernel, args: tuple) -> dict:
+def compile_for_hopper(
+    kernel: helion.Kernel, args: tuple, config: helion.Config | None = None
+) -> dict:
     """Compile the generated kernel down to a cubin for sm_90 with Triton's own toolchain (no
     GPU needed): proof that the code is valid for the GPU path, not only for the interpreter."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    source, (bound, generated) = hopper_source(kernel, args)
+    source, (bound, generated) = hopper_source(kernel, args, config)
     module = load_module(source, f"{bound.ir.name}_hopper", interpret=False)
     fn = getattr(module, generated.kernel_name)
     launch = source.split(f"def {generated.launcher_name}(")[1]
@@ -153,11 +159,15 @@ def test_inline_triton_statements_and_placeholders(device):
         "    if True:",
         "        load_1 = load_1 + 1.0",
         "    inline = tl.maximum(load_1, 0.0)",
-        '    tl.static_assert(inline.dtype == tl.float32, "hl.inline_triton output: expected dtype tl.float32")',
     ]
     lines = source.splitlines()
     start = lines.index(expected_lines[0])
     assert lines[start : start + len(expected_lines)] == expected_lines, source
+    check = lines[start + len(expected_lines)]
+    assert check.startswith(
+        "    tl.static_assert(inline.dtype == tl.float32, f'hl.inline_triton on the triton backend"
+    ), source
+    assert "the snippet returned a result of dtype {tl.constexpr(inline.dtype)}" in check, check
 
 
 def test_inline_triton_mapping_tuple_outputs_tiles_and_dtypes(device):
@@ -238,10 +248,17 @@ def test_inline_triton_bad_input(fn, text):
     assert text in str(info.value) and "test_escape_hatches.py" in str(info.value), str(info.value)
 
 
-def test_inline_triton_wrong_output_dtype_fails_when_compiled():
-    with pytest.raises(exc.BaseError) as info:
-        triton_kernel(_wrong_dtype)(torch.randn(20))
-    assert "hl.inline_triton output: expected dtype tl.float32" in str(info.value), str(info.value)
+def test_inline_triton_wrong_output_dtype_is_an_error_at_the_call():
+    with pytest.raises(exc.InvalidAPIUsage) as info:
+        triton_kernel(_wrong_dtype)(torch.randn(23))
+    message = str(info.value)
+    line = _wrong_dtype.__code__.co_firstlineno + 4
+    assert f'test_escape_hatches.py", line {line}' in message, message
+    expected = (
+        "hl.inline_triton on the 'triton' backend: the snippet returned a result of dtype fp16, "
+        "but output_like has dtype fp32 (torch.float32)"
+    )
+    assert expected in message, message
 
 
 # -- hl.inline_asm_elementwise -----------------------------------------------------------------------------

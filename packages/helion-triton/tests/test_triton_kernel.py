@@ -9,9 +9,13 @@ kernel's line.
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 import re
+import sys
+import textwrap
+import types
 
 import pytest
 import torch
@@ -166,7 +170,11 @@ def test_scale_add_random_configs_and_generated_module(device):
     assert "@triton.jit\ndef _scale_add(x, y, s):\n    return x * s + y\n" in source, source
     assert source.index("def _scale_add(") < source.index("def _helion_scale_add("), source
     assert re.search(r"\n    result = _scale_add\(load, load_1, s_value\)\n", source), source
-    assert '"hl.triton_kernel output: expected dtype tl.float32"' in source
+    # the result is checked where it is bound: the messages name the call's line
+    line = scale_add.__code__.co_firstlineno + 4
+    check = "    tl.static_assert(result.dtype == tl.float32, f'hl.triton_kernel on the triton "
+    assert check in source, source
+    assert f"called at test_triton_kernel.py:{line}: _scale_add returned a result of " in source
 
 
 def helper_twice(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -278,7 +286,8 @@ def test_tuple_result(device):
     torch.testing.assert_close(difference, x - y)
     source = module_source(kernel, (x, y))
     assert "result_0, result_1 = _sum_and_difference(load, load_1)" in source, source
-    assert '"hl.triton_kernel output 1: expected dtype tl.float32"' in source
+    assert "_sum_and_difference returned result 1 of dtype " in source, source
+    assert "but output_like[1] has dtype fp32 (torch.float32)')" in source, source
 
 
 def constexprs_and_shadowing(x: torch.Tensor) -> torch.Tensor:
@@ -382,18 +391,155 @@ def test_bad_calls_are_clear_errors_with_the_line(call, text):
     assert "test_triton_kernel.py" in message, message
 
 
-def _wrong_dtype(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    for tile in hl.tile(x.size(0)):
-        v = x[tile]
-        out[tile] = hl.triton_kernel("def to_half(a):\n    return a.to(tl.float16)", [v], v)
+# -- results unlike output_like: a Helion error at the call's line ---------------------------------
+
+
+@triton.jit
+def _to_half(x):
+    return x.to(tl.float16)
+
+
+@triton.jit
+def _transposed(x):
+    return tl.trans(x)
+
+
+@triton.jit
+def _outer(x):
+    return x[:, None] * x[None, :]
+
+
+def half_result(x: torch.Tensor, declared: torch.dtype) -> torch.Tensor:
+    """`_to_half`'s result declared as `declared`: right for float16, wrong for float32."""
+    out = torch.empty_like(x, dtype=declared)
+    for tile_m, tile_n in hl.tile(x.size()):
+        v = x[tile_m, tile_n]
+        out[tile_m, tile_n] = hl.triton_kernel(_to_half, [v], v.to(declared))
     return out
 
 
-def test_a_result_unlike_output_like_fails_when_compiled():
-    with pytest.raises(exc.BaseError) as info:
-        triton_kernel(_wrong_dtype)(torch.randn(20))
-    assert "hl.triton_kernel output: expected dtype tl.float32" in str(info.value)
+def transposed_result(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile(x.size()):
+        v = x[tile_m, tile_n]
+        out[tile_m, tile_n] = hl.triton_kernel(_transposed, [v], v)
+    return out
+
+
+def outer_result(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        v = x[tile]
+        out[tile] = hl.triton_kernel(_outer, [v], v)
+    return out
+
+
+def tuple_result_of_another_dtype(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        v = x[tile]
+        s, d = hl.triton_kernel(_sum_and_difference, [v, v], (v, v.to(torch.float16)))
+        out[tile] = s + d
+    return out
+
+
+def _call_line(kernel_fn) -> int:
+    """The line of the kernel's hl.triton_kernel call."""
+    lines, first = inspect.getsourcelines(kernel_fn)
+    return first + next(i for i, line in enumerate(lines) if "hl.triton_kernel(" in line)
+
+
+# (kernel, extra kernel args, config block sizes, what the message says came back and was declared)
+UNLIKE_OUTPUT_LIKE = [
+    (
+        half_result,
+        (torch.float32,),
+        [16, 8],
+        "returned a result of dtype fp16, but output_like has dtype fp32 (torch.float32)",
+    ),
+    (
+        transposed_result,
+        (),
+        [16, 8],
+        "returned a result of shape [8, 16], but output_like has shape [16, 8]",
+    ),
+    (outer_result, (), [32], "returned a 2-D result, but output_like is 1-D (shape [32])"),
+    (
+        tuple_result_of_another_dtype,
+        (),
+        [32],
+        "returned result 1 of dtype fp32, but output_like[1] has dtype fp16 (torch.float16)",
+    ),
+]
+
+
+@pytest.mark.parametrize("kernel_fn, extra, block_sizes, text", UNLIKE_OUTPUT_LIKE)
+def test_a_result_unlike_output_like_is_an_error_at_the_call(kernel_fn, extra, block_sizes, text):
+    """Under the Triton interpreter: an InvalidAPIUsage at the kernel's line, naming the op, the
+    backend, the function, what output_like declares and what came back (not a bare Triton
+    error about the generated module)."""
+    x = torch.randn(shape(), shape()) if block_sizes[1:] else torch.randn(shape(50, 300))
+    kernel = triton_kernel(kernel_fn, config=helion.Config(block_sizes=block_sizes))
+    with pytest.raises(exc.InvalidAPIUsage) as info:
+        kernel(x, *extra)
+    message = str(info.value)
+    assert f'test_triton_kernel.py", line {_call_line(kernel_fn)}' in message, message
+    assert "hl.triton_kernel" in message and "'triton' backend" in message, message
+    assert text in message, message
+    assert "constexpr" not in message and "def _helion_" not in message, message
+
+
+def test_a_result_like_output_like_runs():
+    """The right declaration of the same call runs, and matches PyTorch."""
+    x = torch.randn(shape(), shape())
+    kernel = triton_kernel(half_result, config=helion.Config(block_sizes=[16, 8]))
+    torch.testing.assert_close(kernel(x, torch.float16), x.half())
+
+
+@pytest.mark.parametrize("kernel_fn, extra, block_sizes, text", UNLIKE_OUTPUT_LIKE)
+def test_a_result_unlike_output_like_fails_to_compile_for_hopper_with_the_same_message(
+    kernel_fn, extra, block_sizes, text
+):
+    """Compiled for a GPU (sm_90, no GPU needed), Triton's own static assertion reports the
+    same message, with the call's file and line: that is all a user of the bare generated
+    module sees."""
+    from test_escape_hatches import compile_for_hopper
+
+    x = torch.randn(40, 24) if block_sizes[1:] else torch.randn(40)
+    config = helion.Config(block_sizes=block_sizes)
+    with pytest.raises(triton.CompilationError) as info:
+        compile_for_hopper(triton_kernel(kernel_fn), (x, *extra), config)
+    message = str(info.value)
+    assert f"test_triton_kernel.py:{_call_line(kernel_fn)}" in message, message
+    assert "hl.triton_kernel on the triton backend" in message, message
+    assert text in message, message
+    assert "failed to evaluate" not in message, message
+
+
+def test_a_check_failed_when_compiling_for_a_gpu_is_a_helion_error_too():
+    """On a GPU the check fails when Triton compiles the kernel (its CompilationError, not the
+    interpreter's error): the backend makes it the same Helion error at the call's line."""
+    from test_escape_hatches import compile_for_hopper
+
+    from helion_triton.inline_code import explain_output_checks
+
+    x = torch.randn(40, 24)
+    config = helion.Config(block_sizes=[16, 8])
+    kernel = triton_kernel(half_result)
+    with pytest.raises(triton.CompilationError) as compiled_error:
+        compile_for_hopper(kernel, (x, torch.float32), config)
+
+    def launcher(*values):
+        raise compiled_error.value
+
+    compiled = types.SimpleNamespace(launcher=launcher, module_launcher=launcher)
+    explain_output_checks(compiled, kernel.bind((x, torch.float32)).ir)
+    for launch in (compiled.launcher, compiled.module_launcher):
+        with pytest.raises(exc.InvalidAPIUsage) as info:
+            launch(x)
+        message = str(info.value)
+        assert f'test_triton_kernel.py", line {_call_line(half_result)}' in message, message
+        assert "_to_half returned a result of dtype fp16, but output_like has dtype fp32" in message
 
 
 # -- other backends and eager mode refuse it --------------------------------------------------------
@@ -488,3 +634,148 @@ def test_library_function_under_triton_interpret(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=240
     )
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+# -- a jit function redefined at run time (a notebook cell run again) -----------------------------
+
+
+class Notebook:
+    """Cells run in one module's globals, each from a file of its own (as IPython does: the
+    source of what a cell defines stays readable by inspect, which Triton and Helion read)."""
+
+    def __init__(self, tmp_path) -> None:
+        self.tmp_path = tmp_path
+        self.module = types.ModuleType(f"helion_notebook_{tmp_path.name}")
+        self.cells = 0
+        sys.modules[self.module.__name__] = self.module
+
+    def run(self, source: str) -> None:
+        self.cells += 1
+        path = self.tmp_path / f"cell_{self.cells}.py"
+        path.write_text(textwrap.dedent(source))
+        exec(compile(path.read_text(), str(path), "exec"), vars(self.module))
+
+    def close(self) -> None:
+        sys.modules.pop(self.module.__name__, None)
+
+
+@pytest.fixture
+def notebook(tmp_path):
+    book = Notebook(tmp_path)
+    yield book
+    book.close()
+
+
+NOTEBOOK_IMPORTS = """
+    import torch
+    import triton
+    import triton.language as tl
+    import helion
+    import helion.language as hl
+"""
+
+NOTEBOOK_KERNEL = """
+    @helion.kernel(backend="triton", autotune_effort="none")
+    def transform(x):
+        out = torch.empty_like(x)
+        for tile_m, tile_n in hl.tile(x.size()):
+            v = x[tile_m, tile_n]
+            out[tile_m, tile_n] = hl.triton_kernel(FUNCTION, [v], v)
+        return out
+"""
+
+
+@pytest.mark.parametrize("function", ["_transform", "'_transform'"])
+def test_a_redefined_jit_function_runs_on_the_next_call(notebook, function, monkeypatch):
+    """The kernel calls the function its name refers to when the kernel is called, as Triton's
+    own jit does: redefining it (running its cell again) re-traces the kernel. The function is
+    passed itself, or named by a string."""
+    notebook.run(NOTEBOOK_IMPORTS)
+    notebook.run(
+        """
+        @triton.jit
+        def _transform(x):
+            return x * 2.0
+        """
+    )
+    notebook.run(NOTEBOOK_KERNEL.replace("FUNCTION", function))
+    transform = notebook.module.transform
+    x = torch.randn(shape(), shape())
+    torch.testing.assert_close(transform(x), x * 2.0)
+    bound = transform.bind((x,))
+    traces = []
+    trace = bound._trace
+    monkeypatch.setattr(bound, "_trace", lambda values: traces.append(1) or trace(values))
+    for _ in range(3):  # warm calls: the same code, no re-trace
+        torch.testing.assert_close(transform(x), x * 2.0)
+    assert not traces and len(bound._variants[bound._config]) == 1
+    notebook.run(
+        """
+        @triton.jit
+        def _transform(x):
+            return x - 1.0
+        """
+    )
+    for _ in range(4):  # traced once, then warm
+        torch.testing.assert_close(transform(x), x - 1.0)
+    assert len(traces) == 1, traces
+    source = bound.to_code()
+    assert "return x - 1.0" in source and "x * 2.0" not in source, source
+    # the stale variant is gone
+    assert len(bound._variants[bound._config]) == 1
+    y = torch.randn(shape(), shape())  # another bound kernel (another shape key) sees it too
+    torch.testing.assert_close(transform(y), y - 1.0)
+
+
+def test_a_redefined_helper_or_constexpr_runs_on_the_next_call(notebook):
+    """The same for what the called function uses: a jit helper it calls, and a constexpr."""
+    notebook.run(NOTEBOOK_IMPORTS)
+    notebook.run(
+        """
+        SCALE = tl.constexpr(3.0)
+
+        @triton.jit
+        def _helper(x):
+            return x * SCALE
+
+        @triton.jit
+        def _transform(x):
+            return _helper(x) + 1.0
+        """
+    )
+    notebook.run(NOTEBOOK_KERNEL.replace("FUNCTION", "_transform"))
+    transform = notebook.module.transform
+    x = torch.randn(shape(), shape())
+    torch.testing.assert_close(transform(x), x * 3.0 + 1.0)
+    notebook.run(
+        """
+        @triton.jit
+        def _helper(x):
+            return x * SCALE - 5.0
+        """
+    )
+    torch.testing.assert_close(transform(x), x * 3.0 - 5.0 + 1.0)
+    notebook.run("SCALE = tl.constexpr(0.5)")
+    torch.testing.assert_close(transform(x), x * 0.5 - 5.0 + 1.0)
+
+
+def add_one(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = x[tile] + 1.0
+    return out
+
+
+def test_only_kernels_calling_triton_kernel_watch_names():
+    """The guards that watch the names are there only for kernels that call hl.triton_kernel:
+    the calls of other kernels check nothing more."""
+    x = torch.randn(shape(), shape())
+    plain = triton_kernel(add_one)
+    torch.testing.assert_close(plain(x), x + 1.0)
+    bound = plain.bind((x,))
+    assert [v.name_guards for v in bound._variants[bound._config]] == [()]
+    kernel = triton_kernel(scale_add)
+    torch.testing.assert_close(kernel(x, x, 0.5), x * 0.5 + x)
+    bound = kernel.bind((x, x, 0.5))
+    (guards,) = [v.name_guards for v in bound._variants[bound._config]]
+    assert [(name, value) for _, name, value in guards] == [("_scale_add", _scale_add)]

@@ -4,8 +4,9 @@
 An inline snippet is emitted where it stands. Its placeholders become the generated names of
 their arguments; names the snippet assigns are renamed to fresh ones, so that they cannot clobber
 the kernel's own variables; the last line's value is bound to the outputs, whose dtype and shape
-are checked with ``tl.static_assert`` (a wrong snippet fails when Triton compiles it, with a
-message that names the op).
+are checked with ``tl.static_assert`` (a wrong snippet fails when Triton compiles it, or when
+the interpreter runs it, with a message that names the op, the call's line, what was declared and
+what came back; `explain_output_checks` makes that an `InvalidAPIUsage` at the call's line).
 
 A ``hl.triton_kernel`` call is a call of a ``@triton.jit`` function that is defined once at
 module scope, together with the jit functions, modules and constexprs it uses (Triton's own
@@ -15,6 +16,8 @@ functions are reached through their modules); the outputs are checked the same w
 from __future__ import annotations
 
 import ast
+import os
+import re
 from typing import Any
 
 from helion import exc
@@ -105,21 +108,153 @@ def _bind_outputs(ctx: Any, node: Node, value: str, api: str) -> str:
     else:
         ctx.emit(f"{names[0]} = {value}")
     for position, (out, name) in enumerate(zip(outs, names, strict=True)):
-        tl_dtype = ctx.tl(out.dtype)
-        label = f"{api} output {position}" if len(outs) > 1 else f"{api} output"
         if not out.shape:
             # a 0-D output may be a Python number: make it a typed scalar
-            ctx.emit(f"{name} = tl.cast({name}, {tl_dtype})")
+            ctx.emit(f"{name} = tl.cast({name}, {ctx.tl(out.dtype)})")
         else:
-            shape = ctx.shape(out.shape)
-            ctx.emit(
-                f'tl.static_assert({name}.dtype == {tl_dtype}, "{label}: expected dtype {tl_dtype}")'
-            )
-            ctx.emit(
-                f'tl.static_assert({name}.shape == {shape}, "{label}: expected shape {shape}")'
-            )
+            which = position if node.attrs["multi"] else None
+            for condition, message in _output_checks(ctx, node, api, name, out, which):
+                ctx.emit(f"tl.static_assert({condition}, {message})")
         ctx.exprs[out.id] = name
     return names[0]
+
+
+# -- the output checks: `tl.static_assert`s whose messages say what was declared and what came ----
+# back, at the call's line; Triton reports them (the interpreter when it runs the line, the
+# compiler when it compiles it), and `explain_output_checks` makes them Helion errors
+
+_CHECK = re.compile(
+    r"(hl\.(?:triton_kernel|inline_triton)) on the triton backend, called at (.+?):(\d+): ([^\n]*)"
+)
+_APIS = {ops.triton_kernel: "hl.triton_kernel", ops.inline_triton: "hl.inline_triton"}
+
+
+def explain_output_checks(compiled: Any, ir: Any) -> None:
+    """Make a failed output check of ``ir``'s escape hatches, which Triton reports as an error
+    about the generated module, an `exc.InvalidAPIUsage` at the call's line: wraps the
+    launchers of ``compiled`` (a `TritonCompiledKernel`) where ``ir`` has such checks."""
+    calls: dict[tuple[str, str, int], Node] = {}
+    for node in ir.walk():
+        site = _call_site(node) if node.op in _APIS and node.outputs else None
+        if site is not None:
+            calls.setdefault(site, node)
+    if not calls:
+        return
+
+    def explained(launcher: Any) -> Any:
+        def launch(*host_values: Any) -> Any:
+            try:
+                return launcher(*host_values)
+            except Exception as error:
+                problem = _failed_check(error, calls)
+                if problem is None:
+                    raise
+                raise problem from error
+
+        return launch
+
+    compiled.launcher = explained(compiled.launcher)
+    compiled.module_launcher = explained(compiled.module_launcher)
+
+
+def _failed_check(error: BaseException, calls: dict) -> exc.InvalidAPIUsage | None:
+    """The Helion error of a failed output check that ``error`` (or its cause) reports."""
+    chain: list[BaseException] = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    # the innermost first: the interpreter's error holds the assertion's message as a repr
+    for item in reversed(chain):
+        text = getattr(item, "error_message", None)  # a CompilationError's own message
+        match = _CHECK.search(text if isinstance(text, str) else str(item))
+        if match is None:
+            continue
+        api, filename, line, what = match.groups()
+        node = calls.get((api, filename, int(line)))
+        if node is None:
+            return None
+        what = re.sub(r"constexpr\[([^\]]*)\]", r"\1", what)  # the interpreter's dtypes
+        return exc.InvalidAPIUsage(
+            f"{api} on the 'triton' backend: {what}",
+            loc=node.loc,
+            hint="output_like must have the dtype and shape of what the function returns: "
+            "change output_like, or convert the result in the function (e.g. x.to(tl.float32))",
+        )
+    return None
+
+
+def _call_site(node: Node) -> tuple[str, str, int] | None:
+    """How a check's message names its call: the op, the file's name and the line."""
+    if node.loc is None:
+        return None
+    return _APIS[node.op], os.path.basename(node.loc.filename), node.loc.lineno
+
+
+def _f_string(parts: list[tuple[str, str]]) -> str:
+    """An f-string literal of ``(kind, text)`` parts: "text" as written, "expr" evaluated.
+    Triton evaluates a static assertion's f-string when the assertion fails: its expressions
+    must give constexprs (``len``, ``int`` and ``tl.constexpr`` do), and so they print alike
+    in the interpreter and the compiler (but for ``constexpr[...]`` in the interpreter)."""
+    text = "".join(
+        "{" + part + "}" if kind == "expr" else part.replace("{", "{{").replace("}", "}}")
+        for kind, part in parts
+    )
+    return "f" + repr(text)
+
+
+def _output_checks(
+    ctx: Any, node: Node, api: str, name: str, out: Any, which: int | None
+) -> list[tuple[str, str]]:
+    """(condition, message) of each check of output ``name``: its dtype, its rank, its shape."""
+    import triton.language as tl  # Triton's own name of a dtype (fp32), as its message shows
+
+    site = _call_site(node)
+    callee = node.attrs["function"].name if node.op is ops.triton_kernel else "the snippet"
+    head = f"{api} on the triton backend"
+    if site is not None:
+        head += f", called at {site[1]}:{site[2]}"
+    head += f": {callee} returned"
+    result = "a result" if which is None else f"result {which}"
+    declared = "output_like" if which is None else f"output_like[{which}]"
+    tl_dtype = ctx.tl(out.dtype)
+    triton_name = str(getattr(tl, tl_dtype.removeprefix("tl.")))
+    shape = ctx.shape(out.shape)  # e.g. [_BLOCK_SIZE_0, 16]
+    dims = shape[1:-1].split(", ")
+    expected = _shape_parts(dims)  # the values of the block sizes, not their names
+    got = _shape_parts([f"{name}.shape[{i}]" for i in range(len(dims))])
+    dtype_message = [
+        ("text", f"{head} {result} of dtype "),
+        ("expr", f"tl.constexpr({name}.dtype)"),
+        ("text", f", but {declared} has dtype {triton_name} ({out.dtype})"),
+    ]
+    rank_message = [
+        ("text", f"{head} a "),
+        ("expr", f"len({name}.shape)"),
+        ("text", f"-D {result.removeprefix('a ')}, but {declared} is {len(dims)}-D (shape "),
+        *expected,
+        ("text", ")"),
+    ]
+    shape_message = [
+        ("text", f"{head} {result} of shape "),
+        *got,
+        ("text", f", but {declared} has shape "),
+        *expected,
+    ]
+    return [
+        (f"{name}.dtype == {tl_dtype}", _f_string(dtype_message)),
+        (f"len({name}.shape) == {len(dims)}", _f_string(rank_message)),
+        (f"{name}.shape == {shape}", _f_string(shape_message)),
+    ]
+
+
+def _shape_parts(dims: list[str]) -> list[tuple[str, str]]:
+    """``[d0, d1]`` as f-string parts that print the values of the dims' expressions."""
+    parts = [("text", "[")]
+    for position, dim in enumerate(dims):
+        if position:
+            parts.append(("text", ", "))
+        parts.append(("expr", f"int({dim})"))
+    return [*parts, ("text", "]")]
 
 
 # -- hl.triton_kernel ----------------------------------------------------------------------------

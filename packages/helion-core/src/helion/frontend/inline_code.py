@@ -263,6 +263,7 @@ def trace_inline_asm(
 # -- hl.triton_kernel ------------------------------------------------------------------------------
 
 _TRITON_KERNEL = "hl.triton_kernel"
+_ABSENT = object()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,10 +277,18 @@ class TritonFunction:
     module's ``__name__``), "constexpr" (a ``tl.constexpr`` holding a Python constant: its
     source). A function of Triton's own library is never defined: its readers name it by its
     dotted path (``triton.language.standard.sigmoid``), and so does ``name`` when it is one.
+
+    ``names`` are ``(namespace, name, value)``: the globals the definitions were found through
+    (the function's own name in its module, and each global it or a dependency reads) with the
+    value each had. The trace holds while every name still has its value (`watched_names`):
+    a function redefined since (a notebook cell run again) is traced and compiled anew.
     """
 
     name: str
     definitions: tuple[tuple[str, str, Any], ...]
+    names: tuple[tuple[dict, str, Any], ...] = dataclasses.field(
+        default=(), compare=False, repr=False
+    )
 
     def __str__(self) -> str:
         # the sources' digest: the IR of two kernels that call different code differs
@@ -321,6 +330,8 @@ class _Def:
     source: str
     namespace: dict[str, Any]  # where its free names resolve
     label: str  # how errors name it
+    # the module globals behind `namespace` (a later assignment there is seen), or None
+    globals: dict[str, Any] | None = None
 
 
 class _TritonFunctionCollector:
@@ -333,6 +344,14 @@ class _TritonFunctionCollector:
         self.origins: dict[str, str] = {}
         self.visiting: set[str] = set()
         self.collected: set[tuple[str, str]] = set()
+        # (id(namespace), name) -> (namespace, name, value): see TritonFunction.names
+        self.names: dict[tuple[int, str], tuple[dict, str, Any]] = {}
+
+    def watch(self, namespace: dict[str, Any] | None, name: str, value: Any) -> None:
+        """Record that ``name`` in ``namespace`` gave ``value`` (where it does: a name that
+        never did, an alias of a function renamed since, would re-trace every call)."""
+        if namespace is not None and namespace.get(name, _ABSENT) is value:
+            self.names.setdefault((id(namespace), name), (namespace, name, value))
 
     def fail(self, message: str, hint: str | None = None) -> exc.InvalidAPIUsage:
         kwargs = {"hint": hint} if hint else {}
@@ -340,7 +359,13 @@ class _TritonFunctionCollector:
             f"{_TRITON_KERNEL}: {message}", loc=self.tracer.current_loc(), **kwargs
         )
 
-    def parse(self, source: str, label: str, namespace: dict[str, Any]) -> _Def:
+    def parse(
+        self,
+        source: str,
+        label: str,
+        namespace: dict[str, Any],
+        module_globals: dict[str, Any] | None = None,
+    ) -> _Def:
         text = textwrap.dedent(source).strip("\n")
         try:
             module = ast.parse(text)
@@ -357,7 +382,7 @@ class _TritonFunctionCollector:
             )
         node = defs[0]
         lines = text.splitlines()[node.lineno - 1 : node.end_lineno]
-        return _Def(node, "\n".join(lines), namespace, label)
+        return _Def(node, "\n".join(lines), namespace, label, module_globals)
 
     def from_function(self, fn: Any, label: str) -> _Def:
         if fn.__name__ == "<lambda>":
@@ -369,7 +394,7 @@ class _TritonFunctionCollector:
         namespace = dict(fn.__globals__)
         # names of enclosing functions (a jit function defined inside a test) resolve too
         namespace.update(inspect.getclosurevars(fn).nonlocals)
-        return self.parse(source, label, namespace)
+        return self.parse(source, label, namespace, fn.__globals__)
 
     def add(self, name: str, kind: str, payload: Any, origin: str) -> None:
         known = self.definitions.get(name)
@@ -391,7 +416,9 @@ class _TritonFunctionCollector:
         for free in _free_names(parsed.node):
             if free == name or free not in parsed.namespace:
                 continue  # itself, a builtin (min, range, ...) or an undefined name
-            path = self.global_value(free, parsed.namespace[free], parsed.label)
+            value = parsed.namespace[free]
+            self.watch(parsed.globals, free, value)
+            path = self.global_value(free, value, parsed.label)
             if path is not None:
                 paths[free] = path
         self.visiting.discard(name)
@@ -530,9 +557,10 @@ def _kernel_globals(tracer: Any) -> dict[str, Any]:
     if frame is None:
         return {}
     # the device function runs in a copy of the module's globals with a few builtins replaced
-    # (range -> hl.grid, ...): read the module itself where it is known
+    # (range -> hl.grid, ...): read the module itself where it is known (not copied: the
+    # caller watches the names it reads there)
     module = sys.modules.get(frame.f_globals.get("__name__", ""))
-    return dict(vars(module)) if module is not None else dict(frame.f_globals)
+    return vars(module) if module is not None else frame.f_globals
 
 
 def _named_function(tracer: Any, collector: _TritonFunctionCollector, name: str) -> Any:
@@ -548,6 +576,7 @@ def _named_function(tracer: Any, collector: _TritonFunctionCollector, name: str)
         raise collector.fail(
             f"the global {name!r} is a {type(value).__name__}, not a @triton.jit function"
         )
+    collector.watch(namespace, name, value)
     return value
 
 
@@ -555,17 +584,22 @@ def _resolve_triton_function(
     tracer: Any, collector: _TritonFunctionCollector, source_or_fn: Any
 ) -> _Def:
     if isinstance(source_or_fn, str):
-        return collector.parse(source_or_fn, "the Triton source", _kernel_globals(tracer))
+        namespace = _kernel_globals(tracer)
+        return collector.parse(source_or_fn, "the Triton source", namespace, namespace)
     fn = _jit_python_function(source_or_fn)
     if fn is not None:
-        return collector.from_function(fn, f"the @triton.jit function {fn.__name__!r}")
-    if inspect.isfunction(source_or_fn):
-        return collector.from_function(source_or_fn, f"the function {source_or_fn.__name__!r}")
-    raise collector.fail(
-        "triton_source_or_fn must be a @triton.jit function, a Python function, the source of "
-        f"one `def`, or the name of a function in the kernel's module, got "
-        f"{type(source_or_fn).__name__}"
-    )
+        label = f"the @triton.jit function {fn.__name__!r}"
+    elif inspect.isfunction(source_or_fn):
+        fn, label = source_or_fn, f"the function {source_or_fn.__name__!r}"
+    else:
+        raise collector.fail(
+            "triton_source_or_fn must be a @triton.jit function, a Python function, the source "
+            "of one `def`, or the name of a function in the kernel's module, got "
+            f"{type(source_or_fn).__name__}"
+        )
+    # the name it is defined under: redefining the function there re-traces the kernel
+    collector.watch(fn.__globals__, fn.__name__, source_or_fn)
+    return collector.from_function(fn, label)
 
 
 def _check_call(collector: _TritonFunctionCollector, parsed: _Def, count: int) -> None:
@@ -670,7 +704,7 @@ def trace_triton_kernel(tracer: Any, triton_source_or_fn: Any, args: Any, output
         (name, kind, payload) for name, (kind, payload) in collector.definitions.items()
     )
     attrs = {
-        "function": TritonFunction(name, definitions),
+        "function": TritonFunction(name, definitions, tuple(collector.names.values())),
         "args": placeholders,
         "multi": structure in ("tuple", "list"),
     }
@@ -678,3 +712,15 @@ def trace_triton_kernel(tracer: Any, triton_source_or_fn: Any, args: Any, output
     for out in node.outputs:
         out.name_hint = name.rpartition(".")[2].strip("_") or "result"
     return _wrap_outputs(tracer, node, structure)
+
+
+def watched_names(ir: Any) -> tuple[tuple[dict, str, Any], ...]:
+    """The ``(namespace, name, value)`` the `hl.triton_kernel` calls of ``ir`` were resolved
+    through (`TritonFunction.names`): the trace is stale once a name has another value. Empty
+    for a kernel without such calls."""
+    found: dict[tuple[int, str], tuple[dict, str, Any]] = {}
+    for node in ir.walk():
+        if node.op is ops.triton_kernel:
+            for entry in node.attrs["function"].names:
+                found.setdefault((id(entry[0]), entry[1]), entry)
+    return tuple(found.values())

@@ -23,6 +23,7 @@ import torch
 
 from helion import exc
 from helion.frontend import ast_rewrite
+from helion.frontend.inline_code import watched_names
 from helion.frontend.proxies import BlockSizeInt
 from helion.ir.core import BlockSizeInfo
 from helion.ir.core import KernelIR
@@ -768,17 +769,33 @@ def _next_pow2(n: int) -> int:
 
 
 class _CompiledTrace:
-    """One traced + compiled variant: valid while the host values match its guards."""
+    """One traced + compiled variant: valid while the host values match its guards, and the
+    global names its `hl.triton_kernel` calls were resolved through still have the values they
+    had (``name_guards``, `watched_names`: none for other kernels)."""
 
-    __slots__ = ("_guard", "compiled", "constant_guards", "ir", "matches_call", "tensor_guards")
+    __slots__ = (
+        "_guard",
+        "compiled",
+        "constant_guards",
+        "ir",
+        "matches_call",
+        "name_guards",
+        "tensor_guards",
+    )
 
     def __init__(
-        self, ir: KernelIR, compiled: Any, tensor_guards: list, constant_guards: list
+        self,
+        ir: KernelIR,
+        compiled: Any,
+        tensor_guards: list,
+        constant_guards: list,
+        name_guards: tuple = (),
     ) -> None:
         self.ir = ir
         self.compiled = compiled
         self.tensor_guards = tensor_guards
         self.constant_guards = constant_guards
+        self.name_guards = name_guards
         self.matches_call: Callable[[tuple, tuple], bool] = lambda values, args: self.matches(
             values
         )
@@ -805,6 +822,8 @@ class _CompiledTrace:
             )
         for index, expected in self.constant_guards:
             scope[f"constant{index}"] = expected
+        for index, (namespace, _, value) in enumerate(self.name_guards):
+            scope[f"namespace{index}"], scope[f"named{index}"] = namespace, value
 
         def tensor_test(value: str, index: int) -> str:
             # a negated view matches no variant: the trace of one says what is wrong
@@ -837,6 +856,8 @@ class _CompiledTrace:
                 tests.append(test)
             for index, _ in self.constant_guards:
                 tests.append(f"not ({value_of(index)} != constant{index})")
+            for index, (_, name, _) in enumerate(self.name_guards):
+                tests.append(f"namespace{index}.get({name!r}) is named{index}")
             return " and ".join(tests) or "True"
 
         self._guard = (expression, scope, from_args)
@@ -900,7 +921,13 @@ class _CompiledTrace:
                 or value.is_neg()
             ):
                 return False
-        return all(values[index] == expected for index, expected in self.constant_guards)
+        if not all(values[index] == expected for index, expected in self.constant_guards):
+            return False
+        return self.names_hold()
+
+    def names_hold(self) -> bool:
+        """Whether every watched name still has its value (a name's value is never None)."""
+        return all(namespace.get(name) is value for namespace, name, value in self.name_guards)
 
 
 class CompiledConfig:
@@ -1132,6 +1159,8 @@ class BoundKernel:
         self, config: Config | dict | None = None, *, allow_print: bool = True
     ) -> CompiledConfig:
         config = self.normalize(config)
+        with self._lock:
+            self._drop_stale_variants(config)
         if not self._variants.get(config):
             self._trace_for_config(config, self._trace_args.resolve())
         return CompiledConfig(self, config)
@@ -1247,6 +1276,7 @@ class BoundKernel:
     def _find_or_trace_variant(
         self, config: Config, values: Sequence[Any], args: Sequence[Any]
     ) -> _CompiledTrace:
+        self._drop_stale_variants(config)
         variants = self._variants.setdefault(config, [])
         full_values = _with_lifted(values, self._discovery_ir.lifted)
         for variant in variants:
@@ -1261,10 +1291,21 @@ class BoundKernel:
         if self.settings.print_output_code and getattr(compiled, "source", None):
             print(compiled.source, file=sys.stderr)
         tensor_guards, constant_guards = ir.guards
-        variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards)
+        variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards, watched_names(ir))
         variant.specialize_guards(full_values, args, self.settings.static_shapes)
         variants.append(variant)
         return variant
+
+    def _drop_stale_variants(self, config: Config) -> None:
+        """Forget the variants of ``config`` whose functions were redefined since they were
+        traced (`_CompiledTrace.name_guards`), and rebuild its runners, whose guarded launch
+        may be one of them: calls then take the fast path of the variant traced anew."""
+        variants = self._variants.get(config)
+        if not variants or all(variant.names_hold() for variant in variants):
+            return
+        variants[:] = [variant for variant in variants if variant.names_hold()]
+        if config in self._runners:
+            self._build_runners(config)
 
     # -- calling --------------------------------------------------------------------------------
 
@@ -1485,7 +1526,7 @@ def _with_lifted(values: Sequence[Any], lifted: list[tuple]) -> tuple:
 
 def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
     tensor_guards, constant_guards = ir.guards
-    trace = _CompiledTrace(ir, None, tensor_guards, constant_guards)
+    trace = _CompiledTrace(ir, None, tensor_guards, constant_guards, watched_names(ir))
     return trace.matches(values)
 
 
