@@ -203,6 +203,160 @@ def errors(rank: int, world_size: int) -> dict:
     return found
 
 
+# -- sizes under static_shapes=False ------------------------------------------------------------
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=False)
+def push_rows(x: torch.Tensor, buffer: torch.Tensor, peer: int) -> None:
+    """x[tile] (rows of any width) into the peer's buffer[tile], the tiles running over x."""
+    for tile in hl.tile(x.size(0)):
+        copy = hl.make_async_remote_copy(x, [tile], peer, buffer, [tile])
+        copy.start()
+        copy.wait()
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=False)
+def push_over_dst(x: torch.Tensor, buffer: torch.Tensor, peer: int) -> None:
+    """As push_rows, the tiles running over the destination."""
+    for tile in hl.tile(buffer.size(0)):
+        copy = hl.make_async_remote_copy(x, [tile], peer, buffer, [tile])
+        copy.start()
+        copy.wait()
+
+
+@helion.kernel(config=helion.Config(block_sizes=[]), static_shapes=False)
+def push_grid_rows(x: torch.Tensor, buffer: torch.Tensor, peer: int) -> None:
+    """Row i of x into the peer's row i of buffer, for every row of x (an hl.grid index)."""
+    for i in hl.grid(x.size(0)):
+        hl.make_async_remote_copy(x, [i], peer, buffer, [i]).start()
+
+
+def _error_text(call, *args) -> str:
+    try:
+        call(*args)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return "no error"
+
+
+def sizes(rank: int, world_size: int) -> dict:
+    """One kernel of static_shapes=False called with other sizes: the copy follows each call's
+    tensors (a row width, a row count), and a call whose tiles run past src or dst is refused
+    with the op and the line before anything is copied (the memory after dst stays as it was)."""
+    peer = (rank + 1) % world_size
+    left = (rank - 1) % world_size
+    results = {}
+    wide = symm_mem.empty(8, 16, dtype=torch.float32)
+    for rows, cols in ((6, 8), (4, 5), (8, 16), (6, 8)):
+        x = torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols) + 1000 * rank
+        buffer = wide.view(-1)[: rows * cols].view(rows, cols)  # every rank: the same view
+        wide.fill_(-1.0)
+        dist.barrier()
+        push_rows(x, buffer, peer)
+        dist.barrier()
+        expected = torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols) + 1000 * left
+        tail_untouched = bool((wide.view(-1)[rows * cols :] == -1).all())
+        results[f"rows[{rows}x{cols}]"] = bool(torch.equal(buffer, expected)) and tail_untouched
+        dist.barrier()
+    big = symm_mem.empty(128, dtype=torch.float32)
+    for call, (n, m) in enumerate(((40, 40), (24, 40), (64, 40), (40, 40))):
+        x = torch.arange(n, dtype=torch.float32) + 100 * rank
+        big.fill_(-1.0)
+        dist.barrier()
+        text = _error_text(push_rows, x, big[:m], peer)
+        dist.barrier()
+        copied = min(n, m)
+        expected = torch.arange(copied, dtype=torch.float32) + 100 * left
+        landed = bool(torch.equal(big[:copied], expected)) and bool((big[copied:] == -1).all())
+        results[f"push{call}[{n}->{m}]"] = (text, landed if text == "no error" else None)
+        results[f"untouched{call}[{n}->{m}]"] = bool((big[m:] == -1).all())
+        dist.barrier()
+    source = torch.full((64,), 7.0)  # x is a view of it: reading past x stays inside it
+    for n, m in ((40, 40), (24, 40)):
+        big.fill_(-1.0)
+        dist.barrier()
+        text = _error_text(push_over_dst, source[:n], big[:m], peer)
+        dist.barrier()
+        results[f"over_dst[{n}->{m}]"] = text
+        results[f"over_dst_untouched[{n}->{m}]"] = bool((big[n:] == -1).all()) if n < m else True
+        dist.barrier()
+    rows_of_four = wide[:4]
+    for n in (4, 6):
+        x = torch.full((n, 16), float(rank))
+        dist.barrier()
+        results[f"grid[{n}->4]"] = _error_text(push_grid_rows, x, rows_of_four, peer)
+        dist.barrier()
+    return results
+
+
+# -- a run-time device_id outside the group ---------------------------------------------------
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=True)
+def push_to(x: torch.Tensor, buffer: torch.Tensor, peer: int) -> None:
+    """device_id is a host scalar argument."""
+    for tile in hl.tile(x.size(0)):
+        copy = hl.make_async_remote_copy(x, [tile], peer, buffer, [tile])
+        copy.start()
+        copy.wait_recv()
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=True)
+def push_shifted(x: torch.Tensor, buffer: torch.Tensor, shift: int, RANK: hl.constexpr) -> None:
+    """device_id is computed in device code."""
+    for tile in hl.tile(x.size(0)):
+        copy = hl.make_async_remote_copy(x, [tile], RANK + shift, buffer, [tile])
+        copy.start()
+        copy.wait_recv()
+
+
+@helion.kernel(config=helion.Config(block_sizes=[BLOCK]), static_shapes=True)
+def meet_shifted(x: torch.Tensor, shift: int, RANK: hl.constexpr) -> None:
+    """A barrier with one peer, computed in device code."""
+    for _tile in hl.tile(x.size(0)):
+        hl.remote_barrier([RANK + shift])
+
+
+BAD_PEER_TIMEOUT = 30.0
+
+
+def bad_peers(rank: int, world_size: int) -> dict:
+    """Rank 0 names a rank outside the group at run time (a host scalar, a value computed on the
+    device, a remote_barrier peer); every other rank pushes to (or meets) the next one. Rank 0
+    reports the op, the line, the rank and the group size; rank 1, which waits for rank 0, is
+    released long before the timeout and names rank 0."""
+    import time
+
+    import helion_distributed
+
+    helion_distributed.set_timeout(BAD_PEER_TIMEOUT)
+    bad = world_size + 3
+    right = (rank + 1) % world_size
+    found = {}
+    x = torch.arange(40, dtype=torch.float32) + 100 * rank
+    buffer = symm_mem.empty(40, dtype=torch.float32)
+    cases = {
+        "host_scalar": (push_to, (x, buffer, bad if rank == 0 else right)),
+        "device_value": (
+            push_shifted,
+            (x, buffer, bad if rank == 0 else right - rank, hl.constexpr(rank)),
+        ),
+        # rank 1 meets rank 0, which names `bad` instead of 1; rank 2 meets itself
+        "barrier": (meet_shifted, (x, {0: bad, 1: -1}.get(rank, 0), hl.constexpr(rank))),
+    }
+
+    def run(kernel, *args) -> None:
+        kernel(*args)
+        helion_distributed.check_timeouts()  # what a compiled kernel recorded
+
+    for case, (kernel, args) in cases.items():
+        dist.barrier()
+        start = time.monotonic()
+        found[case] = (_error_text(run, kernel, *args), time.monotonic() - start)
+        dist.barrier()
+    return found
+
+
 def example(rank: int, world_size: int) -> str:
     """examples/distributed/remote_copy.py's run() on this rank."""
     import importlib

@@ -85,6 +85,66 @@ def test_clear_errors(backend: str) -> None:
         assert "lonely" in first["timeout"]
 
 
+@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sizes_follow_each_call(backend: str, world_size: int) -> None:
+    """static_shapes=False: other row widths and counts copy what each call's tensors hold; a
+    call whose tiles run past dst (or src) raises IndexOutOfBounds with the op and the line,
+    and nothing is written past dst."""
+    results = run_ranks(
+        remote_copy_ranks.sizes, world_size, timeout=240, env={**QUIET, "HELION_BACKEND": backend}
+    )
+    for rank, found in enumerate(results):
+        where = f"{backend} rank {rank}"
+        for key in ("rows[6x8]", "rows[4x5]", "rows[8x16]"):
+            assert found[key] is True, f"{where} {key}: {found}"
+        for key in ("push0[40->40]", "push1[24->40]", "push3[40->40]"):
+            assert found[key] == ("no error", True), f"{where} {key}: {found[key]}"
+        text, _ = found["push2[64->40]"]
+        assert text.startswith("IndexOutOfBounds"), f"{where}: {text}"
+        assert "hl.make_async_remote_copy" in text and "'buffer'" in text, text
+        assert "index 40 along dimension 0 (of size 40)" in text, text
+        assert "in push_rows" in text, text  # the kernel line
+        assert all(found[f"untouched{i}[{n}->40]"] for i, n in enumerate((40, 24, 64, 40)))
+        assert found["over_dst[40->40]"] == "no error", found["over_dst[40->40]"]
+        text = found["over_dst[24->40]"]
+        assert text.startswith("IndexOutOfBounds") and "'x'" in text, f"{where}: {text}"
+        assert "index 24 along dimension 0 (of size 24)" in text and "in push_over_dst" in text
+        assert found["over_dst_untouched[24->40]"], f"{where}: {found}"
+        assert found["grid[4->4]"] == "no error", found["grid[4->4]"]
+        text = found["grid[6->4]"]  # an hl.grid index past dst
+        assert text.startswith("IndexOutOfBounds") and "index 4 along dimension 0" in text, text
+        assert "in push_grid_rows" in text, text
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runtime_device_id_outside_the_group(backend: str, world_size: int) -> None:
+    """A run-time device_id (or remote_barrier peer) outside the group: the rank that names it
+    gets an error with the op, the line, the rank and the group size (Triton: a host scalar
+    before the launch, a value computed on the device from check_timeouts()); the rank waiting
+    for it is released long before the timeout and told which rank failed."""
+    results = run_ranks(
+        remote_copy_ranks.bad_peers,
+        world_size,
+        timeout=240,
+        env={**QUIET, "HELION_BACKEND": backend},
+    )
+    kernels = {"host_scalar": "push_to", "device_value": "push_shifted", "barrier": "meet_shifted"}
+    limit = remote_copy_ranks.BAD_PEER_TIMEOUT / 2
+    for case, kernel in kernels.items():
+        op = "hl.remote_barrier" if case == "barrier" else "hl.make_async_remote_copy"
+        text, _ = results[0][case]
+        assert text.startswith("DistributedError"), f"{backend} {case} rank 0: {text}"
+        assert op in text, text
+        assert f"{world_size + 3} is not a rank of the group (size {world_size})" in text, text
+        assert f"in {kernel}" in text, text  # the kernel line
+        text, elapsed = results[1][case]
+        assert text.startswith("DistributedError"), f"{backend} {case} rank 1: {text}"
+        assert "rank 0" in text, text
+        assert elapsed < limit, f"{backend} {case} rank 1 waited {elapsed:.1f}s: {text}"
+
+
 def test_eager_mode_refuses_with_the_op_and_line(monkeypatch) -> None:
     import helion.exc
     from helion_distributed import _eager

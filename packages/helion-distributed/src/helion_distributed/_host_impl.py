@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from typing import Callable
 from typing import Sequence
 
 import torch
@@ -253,14 +254,22 @@ def consume(
     word: int,
     count: int,
     describe: Any,
+    released: Callable[[], Exception | None] | None = None,
 ) -> None:
     """Wait until ``pad[word]`` counts ``count`` arrivals and take them (arrivals beyond them
-    stay for the next wait). ``describe(elapsed, current)`` builds the timeout error."""
+    stay for the next wait). ``describe(elapsed, current)`` builds the timeout error;
+    ``released()``, polled while waiting, returns the error to raise when a peer whose launch
+    failed released this rank (``remote_copy.release_peers``), else None."""
     words = Words(pad)
 
     def take() -> bool:
         current = words.load(word)
-        return current >= count and words.cas(word, current, current - count) == current
+        if current >= count and words.cas(word, current, current - count) == current:
+            return True
+        error = released() if released is not None else None
+        if error is not None:
+            raise error
+        return False
 
     _spin.spin_until(take, lambda elapsed: describe(elapsed, words.load(word)))
 
@@ -271,9 +280,10 @@ def remote_barrier(
     peers: Sequence[int],
     words: Sequence[int],
     what: str,
+    released: Callable[[], Exception | None] | None = None,
 ) -> None:
     """Two phases (one word each): signal every listed peer, then wait for as many signals on
-    this rank's pad."""
+    this rank's pad (``released`` as for ``consume``)."""
     from helion_distributed import symm_mem
 
     found = symm_mem.locate_pad(pads[rank])
@@ -294,4 +304,4 @@ def remote_barrier(
                 what=what,
             )
 
-        consume(pads[rank], word, len(peers), missing)
+        consume(pads[rank], word, len(peers), missing, released)

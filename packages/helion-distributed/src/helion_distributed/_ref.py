@@ -137,23 +137,59 @@ def _remote_word(node: Any, inputs: list, offset: int = 0) -> int:
     return (flat * plan.words + node.attrs["word"] + offset) % plan.capacity
 
 
-def _peer(node: Any, operand: Any, inputs: list, what: str) -> int:
+def _release_peers(ex: Any, node: Any) -> None:
+    """This rank fails at the op: its peers' waits of the launch stop now (see ``rc.RELEASED``)."""
+    rc.release_peers(_pads(ex, node), node.attrs["rank"])
+
+
+def _peer(ex: Any, node: Any, operand: Any, inputs: list, what: str) -> int:
     peer = _scalar(operand, inputs)
     world = node.attrs["world_size"]
     if not 0 <= peer < world:
-        raise DistributedError(f"{what}: rank {peer} is not in the group (size {world})")
+        _release_peers(ex, node)
+        raise DistributedError(rc.out_of_group(what, peer, world))
     return peer
+
+
+def _check_region(ex: Any, node: Any, name: str, tensor: Any, index: tuple, what: str) -> None:
+    """A region of a remote copy lies inside its tensor: torch would clamp a slice where
+    compiled code copies past the end (the trace refuses the static cases; this is the rest,
+    e.g. a tile loop over a run-time bound or an index computed on the device)."""
+    for dim, entry in enumerate(index):
+        size = tensor.shape[dim]
+        begin, end = (entry.start, entry.stop) if isinstance(entry, slice) else (entry, entry + 1)
+        if begin < 0 or end > size:
+            _release_peers(ex, node)
+            first = begin if begin < 0 or begin >= size else size
+            raise exc.IndexOutOfBounds(
+                what,
+                name,
+                first,
+                dim,
+                size,
+                loc=node.loc,
+                hint="A remote copy is not masked: its region must lie inside both src and dst.",
+            )
 
 
 @_located
 def _remote_copy_start(ex: Any, node: Any, inputs: list) -> None:
     attrs = node.attrs
-    peer = _peer(node, attrs["device"], inputs, "hl.make_async_remote_copy device_id")
-    source = ex.host[attrs["src"].index][_basic_index(ex, attrs["src_items"], inputs)]
+    what = "hl.make_async_remote_copy"
+    peer = _peer(ex, node, attrs["device"], inputs, f"{what}: device_id")
+    src = ex.host[attrs["src"].index]
+    src_index = _basic_index(ex, attrs["src_items"], inputs)
+    _check_region(ex, node, attrs["src"].name, src, src_index, f"{what} src_index")
     target = ex.host[attrs["dst_peers"][peer].index]
-    destination = target[_basic_index(ex, attrs["dst_items"], inputs)]
+    dst_index = _basic_index(ex, attrs["dst_items"], inputs)
+    _check_region(ex, node, attrs["dst_name"], target, dst_index, f"{what} dst_index")
     pad = ex.host[attrs["pads"][peer].index]
-    _host_impl.remote_put(source, destination, pad, _remote_word(node, inputs))
+    _host_impl.remote_put(src[src_index], target[dst_index], pad, _remote_word(node, inputs))
+
+
+def _released(node: Any, pad: Any) -> Callable[[], Any]:
+    plan = node.attrs["plan"]
+    return lambda: rc.take_release(pad, node.attrs["rank"], plan.tag)
 
 
 @_located
@@ -178,16 +214,17 @@ def _remote_copy_wait(ex: Any, node: Any, inputs: list) -> None:
             what=what,
         )
 
-    _host_impl.consume(pad, word, 1, missing)
+    _host_impl.consume(pad, word, 1, missing, _released(node, pad))
 
 
 @_located
 def _remote_barrier(ex: Any, node: Any, inputs: list) -> None:
     attrs = node.attrs
-    peers = [_peer(node, p, inputs, "hl.remote_barrier") for p in attrs["peers"]]
+    peers = [_peer(ex, node, p, inputs, "hl.remote_barrier: peer") for p in attrs["peers"]]
     pads = [ex.host[arg.index] for arg in attrs["pads"]]
     words = (_remote_word(node, inputs), _remote_word(node, inputs, 1))
-    _host_impl.remote_barrier(pads, attrs["rank"], peers, words, "hl.remote_barrier")
+    released = _released(node, pads[attrs["rank"]])
+    _host_impl.remote_barrier(pads, attrs["rank"], peers, words, "hl.remote_barrier", released)
 
 
 REF_LOWERINGS: dict[Any, Callable] = {

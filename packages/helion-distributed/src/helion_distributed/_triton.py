@@ -16,6 +16,9 @@ Every spin is bounded. A wait that runs out writes ``1 + missing rank`` into the
 this rank's pad (the last word) and gives up; later waits of the kernel see the error word and
 do not spin. The host reads the word after the launch (``check_kernel_timeouts``) and raises
 ``DistributedTimeout`` naming the missing rank; the ready kernels do this after every call.
+Remote copies also record there a run-time ``device_id`` outside the group (and mark their
+peers' words ``RELEASED``, which stops a remote-copy wait that is spinning); see the codes in
+``remote_copy``.
 """
 
 from __future__ import annotations
@@ -370,17 +373,20 @@ _CONSUME = """
 @triton.jit
 def _helion_dist_consume(ptr, count, limit, err_ptr, err_code):
     # wait until the word at ptr counts `count` arrivals, then take them (later arrivals stay);
-    # bounded like _helion_dist_handshake
+    # bounded like _helion_dist_handshake, and given up early when the error word is set while
+    # waiting (a peer whose launch failed released this rank)
     failed = tl.atomic_add(err_ptr, 0, sem="acquire", scope="sys")
     if failed == 0:
         spins = 0
         current = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
-        while (current < count) & (spins < limit):
+        while (current < count) & (spins < limit) & (failed == 0):
             current = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
             spins += 1
+            if spins % 16 == 0:
+                failed = tl.atomic_add(err_ptr, 0, sem="relaxed", scope="sys")
         if current >= count:
             tl.atomic_add(ptr, -count, sem="relaxed", scope="sys")
-        else:
+        elif failed == 0:
             tl.atomic_xchg(err_ptr, err_code, sem="release", scope="sys")
 """
 
@@ -410,22 +416,46 @@ def _region(ctx: Any, node: Any, tensor: Any, items: tuple) -> tuple[str, str | 
     return ctx.assign(" + ".join(terms) if terms else "0", "region"), rows
 
 
-def _peer_branches(ctx: Any, node: Any, operand: Any) -> list[tuple[int, str | None]]:
-    """(rank, condition) for each rank the peer operand may be; a constant needs no test."""
-    if not isinstance(operand, tuple):
-        return [(int(operand), None)]
-    peer = ctx.assign(ctx.operand(node.inputs[operand[1]], torch.int32), "peer")
-    return [(r, f"{peer} == {r}") for r in range(node.attrs["world_size"])]
-
-
 def _emit_for_peers(ctx: Any, node: Any, operand: Any, body: Callable[[int], None]) -> None:
-    for rank, condition in _peer_branches(ctx, node, operand):
-        if condition is None:
-            body(rank)
-            continue
-        ctx.emit(f"if {condition}:")
+    """``body(rank)`` for the rank the peer operand names: a constant needs no test, a run-time
+    value one ``if`` per rank of the group, and one more for a value outside the group."""
+    if not isinstance(operand, tuple):
+        body(int(operand))
+        return
+    world = node.attrs["world_size"]
+    # compared in 64 bits: a value past the int32 range must not wrap onto a rank
+    peer = ctx.assign(ctx.operand(node.inputs[operand[1]], torch.int64), "peer")
+    for rank in range(world):
+        ctx.emit(f"if {peer} == {rank}:")
         with ctx.indented():
             body(rank)
+    ctx.emit(f"if ({peer} < 0) | ({peer} >= {world}):")
+    with ctx.indented():
+        _record_bad_peer(ctx, node, peer)
+
+
+def _record_bad_peer(ctx: Any, node: Any, peer: str) -> None:
+    """A run-time rank outside the group: record it (with the op's site) in this rank's error
+    word, where the host finds it (``remote_copy.check_pad_errors``), and release the peers'
+    waits; the waits of this launch on this rank then skip their spin. Only the first program
+    to find it releases the peers (once per launch: a peer takes the mark when it reports it,
+    and a second one would be left for its next launch)."""
+    pads = node.attrs["pads"]
+    rank = node.attrs["rank"]
+    site = min(node.attrs["word"], rc._SITE_BITS)
+    limit = rc._VALUE_LIMIT
+    value = f"(tl.minimum(tl.maximum({peer}, {-limit - 1}), {limit}) & 65535)"
+    code = f"({rc.BAD_PEER | (site << 16)} | {value}).to(tl.int32)"
+    own = _error_pointer(ctx, pads[rank])
+    before = ctx.assign(f'tl.atomic_xchg({own}, {code}, sem="acq_rel", scope="sys")', "recorded")
+    ctx.emit(f"if {before} == 0:")
+    with ctx.indented():
+        for other, pad in enumerate(pads):
+            if other != rank:
+                pointer = _error_pointer(ctx, pad)
+                ctx.emit(
+                    f'tl.atomic_cas({pointer}, 0, {rc.RELEASED | rank}, sem="release", scope="sys")'
+                )
 
 
 def _signal_add(ctx: Any, node: Any, peer: int, word: str) -> None:

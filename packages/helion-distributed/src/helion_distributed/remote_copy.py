@@ -16,6 +16,15 @@ The peers' views of ``dst`` and every rank's pad are kernel arguments the tracer
 recomputed from the kernel's arguments at every launch (``Tracer.lift_computed``), so the user
 passes no pads. The group is the kernel's ``hl.ProcessGroupName`` argument, else the default
 group.
+
+Sizes: each trace copies the region its own tensors give (a new size under
+``static_shapes=False`` is traced again), and a tile whose static loop runs past ``src`` or
+``dst`` is refused when the kernel is traced (a copy is not masked). A run-time ``device_id``
+outside the group is refused before the launch when it is a host scalar argument; one computed
+in device code is found by the kernel itself (ref: at the op; compiled: recorded in this rank's
+error word and raised by ``check_timeouts`` or the next launch). Either way the failing rank
+releases its peers' waits (``RELEASED`` in their error words), so they stop at once instead of
+timing out.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from helion import exc
 from helion.language import ConstExpr
 from helion.language._ops import define_op
 from helion_distributed import language as dl
+from helion_distributed.errors import DistributedError
 from helion_distributed.errors import DistributedTimeout
 from helion_distributed.errors import SymmetricMemoryError
 
@@ -54,6 +64,15 @@ OPS = (start_op, wait_op, remote_barrier_op)
 
 WAIT_KINDS = {"wait": "both", "wait_send": "send", "wait_recv": "recv"}
 WORKSPACE_TAG = "remote-copy"
+
+# What the error word of a workspace pad holds besides ``1 + the rank a wait timed out on``
+# (``_triton.UNKNOWN_PEER`` and below). RELEASED | r: rank r's launch failed and released this
+# rank's waits. BAD_PEER | site << 16 | device_id (16 bits, clamped): this rank's compiled kernel
+# named a rank outside the group at reserved word ``site``.
+RELEASED = 0x20000000
+BAD_PEER = 0x40000000
+_SITE_BITS = 0x3FFF
+_VALUE_LIMIT = 0x7FFF
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,9 +119,7 @@ def workspace_pads(tag: str, group_name: str | None, device: torch.device) -> tu
 
 
 class _PadResolver:
-    """Rank ``peer``'s workspace pad, for a launch (a lifted kernel argument). Resolving this
-    rank's own pad first reports a wait of an earlier compiled launch that timed out (a compiled
-    kernel records it in the pad's error word instead of raising)."""
+    """Rank ``peer``'s workspace pad, for a launch (a lifted kernel argument)."""
 
     def __init__(self, tag: str, group_name: str | None, device: torch.device, peer: int) -> None:
         self.tag = tag
@@ -111,13 +128,23 @@ class _PadResolver:
         self.peer = peer
 
     def __call__(self, values: Sequence[Any]) -> torch.Tensor:
-        pads, space = workspace_pads(self.tag, self.group_name, self.device)
-        if self.peer == space.handle.rank:
-            check_pad_timeouts(space, self.tag)
-        return pads[self.peer]
+        return workspace_pads(self.tag, self.group_name, self.device)[0][self.peer]
 
 
-def check_pad_timeouts(space: Any, tag: str) -> None:
+def _kernel_of(tag: str) -> str:
+    return tag.split(":", 1)[-1]
+
+
+def out_of_group(what: str, value: Any, world_size: int) -> str:
+    """The text of a run-time rank outside the group (the same on every backend and path):
+    ``what`` names the op and its operand (``hl.make_async_remote_copy: device_id``)."""
+    return f"{what} {value} is not a rank of the group (size {world_size})"
+
+
+def check_pad_errors(space: Any, tag: str) -> None:
+    """Raise what a compiled launch recorded in this rank's workspace pad: a wait that timed out
+    (``DistributedTimeout``), a ``device_id`` outside the group (``DistributedError`` with the
+    op's line), or a peer whose launch failed and released this rank (``DistributedError``)."""
     from helion_distributed._host_impl import take_kernel_timeout
     from helion_distributed._triton import UNKNOWN_PEER
 
@@ -125,10 +152,29 @@ def check_pad_timeouts(space: Any, tag: str) -> None:
     missing = take_kernel_timeout(space.remote_copy_pads[handle.rank])
     if missing is None:
         return
+    code = missing + 1
+    if code & BAD_PEER:
+        site = (code >> 16) & _SITE_BITS
+        value = code & 0xFFFF
+        value = value - 0x10000 if value > _VALUE_LIMIT else value
+        what, loc = getattr(space, "remote_copy_sites", {}).get(site, ("a remote copy", None))
+        shown = str(value)
+        if value >= _VALUE_LIMIT:
+            shown = f"{_VALUE_LIMIT} or more"
+        elif value <= -_VALUE_LIMIT - 1:
+            shown = f"{-_VALUE_LIMIT - 1} or less"
+        raise DistributedError(
+            f"{out_of_group(what, shown, handle.world_size)}: found by the compiled kernel in a "
+            f"launch of {_kernel_of(tag)} on rank {handle.rank}, which skipped the op there (that "
+            "launch's results are invalid; the peers' waits were released)",
+            loc=loc,
+        )
+    if code & RELEASED:
+        raise _released_error(handle.rank, code & 0xFFFF, tag)
     detail = "no arrival" if missing == UNKNOWN_PEER else f"no signal from rank {missing}"
     raise DistributedTimeout(
         f"rank {handle.rank} of group {handle.group_name!r} timed out in a remote-copy wait or "
-        f"hl.remote_barrier of a launch of {tag.split(':', 1)[-1]}: {detail} (the compiled kernel "
+        f"hl.remote_barrier of a launch of {_kernel_of(tag)}: {detail} (the compiled kernel "
         "gave up after the distributed timeout; that launch's results are invalid)",
         rank=handle.rank,
         missing_ranks=[] if missing == UNKNOWN_PEER else [missing],
@@ -136,16 +182,77 @@ def check_pad_timeouts(space: Any, tag: str) -> None:
     )
 
 
+def _released_error(rank: int, failed: int, tag: str) -> DistributedError:
+    return DistributedError(
+        f"rank {rank}: rank {failed} failed in a launch of {_kernel_of(tag)} and released this "
+        f"rank's remote-copy and remote_barrier waits (rank {failed} reports the cause; that "
+        "launch's results are invalid)"
+    )
+
+
+def release_peers(pads: Sequence[torch.Tensor], rank: int) -> None:
+    """This rank's launch failed: mark every peer's error word (where nothing else is recorded)
+    so that their waits of the launch stop now rather than at the timeout."""
+    from helion_distributed._atomics import Words
+    from helion_distributed.symm_mem._cpu import error_word
+
+    for peer, pad in enumerate(pads):
+        if peer != rank:
+            Words(pad).cas(error_word(pad.numel()), 0, RELEASED | rank)
+
+
+def take_release(pad: torch.Tensor, rank: int, tag: str) -> DistributedError | None:
+    """For host-run waits (the ref backend): the error of a peer that released this rank (the
+    word is reset), else None."""
+    from helion_distributed._atomics import Words
+    from helion_distributed.symm_mem._cpu import error_word
+
+    words = Words(pad)
+    position = error_word(pad.numel())
+    code = words.load(position)
+    if not code & RELEASED or code & BAD_PEER:
+        return None
+    words.cas(position, code, 0)
+    return _released_error(rank, code & 0xFFFF, tag)
+
+
+class _LaunchChecks:
+    """What is checked before every launch: first what an earlier compiled launch recorded in
+    this rank's pad (``check_pad_errors``: a compiled kernel records instead of raising), then
+    the ranks of the kernel's remote copies and barriers that are host scalar arguments. They
+    run in the plan's last lifted argument, so that a rank raising here has taken part in every
+    rendezvous the launch's lifted arguments need (its peers would wait for it there)."""
+
+    def __init__(self, tag: str, group_name: str | None, device: torch.device) -> None:
+        self.tag = tag
+        self.group_name = group_name
+        self.device = device
+        self.checks: list[tuple[int, str, Any]] = []  # (argument position, what, loc)
+        self.last: Any = None
+
+    def run(self, values: Sequence[Any]) -> None:
+        pads, space = workspace_pads(self.tag, self.group_name, self.device)
+        check_pad_errors(space, self.tag)
+        world = len(pads)
+        for position, what, loc in self.checks:
+            value = int(values[position])
+            if not 0 <= value < world:
+                release_peers(pads, space.handle.rank)
+                raise DistributedError(out_of_group(what, value, world), loc=loc)
+
+
 def check_timeouts(group: Any = None) -> None:
-    """Raise ``DistributedTimeout`` if a compiled kernel's remote-copy wait or remote barrier
-    timed out on this rank (in any kernel's workspace of ``group``)."""
+    """Raise what a compiled kernel's remote copies or remote barriers recorded on this rank (in
+    any kernel's workspace of ``group``): ``DistributedTimeout`` for a wait that timed out,
+    ``DistributedError`` for a run-time ``device_id`` outside the group (with its line) or for a
+    peer whose launch failed and released this rank's waits."""
     from helion_distributed.kernels import _common
 
     name = _group_info(group).name
     for key, spaces in list(_common._workspaces.items()):
         ours = key[0].startswith(WORKSPACE_TAG + ":") and key[4] == name
         if ours and getattr(spaces[0], "remote_copy_pads", None) is not None:
-            check_pad_timeouts(spaces[0], key[0])
+            check_pad_errors(spaces[0], key[0])
 
 
 class _PeerResolver:
@@ -163,6 +270,20 @@ class _PeerResolver:
         tensor = values[self.position]
         require_symmetric(tensor, self.what)
         return symm_mem.get_remote_tensors(tensor, self.group_name)[self.peer]
+
+
+class _Checked:
+    """A lifted argument's resolver that runs the launch checks when it is the plan's last."""
+
+    def __init__(self, resolve: Callable[[Sequence[Any]], torch.Tensor], checks: Any) -> None:
+        self.resolve = resolve
+        self.checks = checks
+
+    def __call__(self, values: Sequence[Any]) -> torch.Tensor:
+        tensor = self.resolve(values)
+        if self.checks.last is self:
+            self.checks.run(values)
+        return tensor
 
 
 def require_symmetric(tensor: torch.Tensor, what: str, loc: Any = None) -> None:
@@ -189,16 +310,42 @@ class SlotPlan:
         self.tag = f"{WORKSPACE_TAG}:{tracer.ir.filename}:{tracer.ir.name}"
         pads, space = workspace_pads(self.tag, self.group_name, device)
         self.capacity = space.remote_copy_capacity
+        # reserved word -> (op, loc): how the host names a site the compiled kernel reports
+        sites = getattr(space, "remote_copy_sites", None)
+        if sites is None:
+            sites = space.remote_copy_sites = {}
+        self.sites: dict[int, tuple[str, Any]] = sites
+        self.launch_checks = _LaunchChecks(self.tag, self.group_name, device)
         self.pads = tuple(
-            tracer.lift_computed(
-                _PadResolver(self.tag, self.group_name, device, r), pads[r], f"remote_pad_{r}"
-            ).arg
+            self.lift(
+                tracer,
+                _PadResolver(self.tag, self.group_name, device, r),
+                pads[r],
+                f"remote_pad_{r}",
+            )
             for r in range(self.world_size)
         )
         self.words = 0
         self.peer_views: dict[int, tuple] = {}
 
-    def reserve(self, count: int, loc: Any) -> int:
+    def lift(self, tracer: Any, resolve: Callable, tensor: torch.Tensor, name: str) -> Any:
+        """A lifted kernel argument; the last one lifted runs the launch checks."""
+        resolver = _Checked(resolve, self.launch_checks)
+        self.launch_checks.last = resolver
+        return tracer.lift_computed(resolver, tensor, name).arg
+
+    def check_at_launch(self, tracer: Any, operand: Any, inputs: list, what: str, loc: Any) -> None:
+        """A rank operand that is a host scalar argument is checked before every launch (one
+        computed in device code is checked by the kernel)."""
+        if not isinstance(operand, tuple):
+            return
+        value = inputs[operand[1]]
+        for scalar in tracer.ir.scalar_args:
+            if scalar.value is value:
+                self.launch_checks.checks.append((scalar.index, what, loc))
+                return
+
+    def reserve(self, count: int, loc: Any, what: str) -> int:
         word = self.words
         self.words += count
         if self.words > self.capacity:
@@ -208,6 +355,7 @@ class SlotPlan:
                 "helion_distributed.symm_mem.set_signal_pad_size()",
                 loc=loc,
             )
+        self.sites[word] = (what, loc)
         return word
 
     def views(self, tracer: Any, tensor: Any, what: str) -> tuple:
@@ -224,11 +372,12 @@ class SlotPlan:
             require_symmetric(tensor.real, what, tracer.current_loc())
             peers = symm_mem.get_remote_tensors(tensor.real, self.group_name)
             self.peer_views[position] = tuple(
-                tracer.lift_computed(
+                self.lift(
+                    tracer,
                     _PeerResolver(position, self.group_name, r, what),
                     peers[r],
                     f"{tensor.arg.name}_peer_{r}",
-                ).arg
+                )
                 for r in range(self.world_size)
             )
         return self.peer_views[position]
@@ -256,6 +405,7 @@ def _region(
     come last: its rows and the suffix form one contiguous run) and the numel of one row."""
     from helion.frontend.proxies import DeviceValue
     from helion.frontend.proxies import TileProxy
+    from helion.language._ops import TILE_ATTRS
 
     loc = tracer.current_loc()
     if not isinstance(index, (list, tuple)):
@@ -278,6 +428,7 @@ def _region(
                 loc=loc,
             )
         if isinstance(item, TileProxy):
+            _check_tile_bounds(tracer, tensor, position, item.block_id, what, loc)
             info = tracer.ir.block_sizes[item.block_id]
             if info.kind == "grid":
                 inputs.append(tracer.tile_attr(item, "begin").value)
@@ -296,6 +447,12 @@ def _region(
                 raise exc.InvalidIndexingType(
                     f"a tensor in {what} (use integer scalars, ints and tiles)", loc=loc
                 )
+            producer = item.value.producer
+            if producer is not None and producer.op is TILE_ATTRS["begin"]:
+                block_id = producer.attrs["block_id"]
+                if tracer.ir.block_sizes[block_id].kind == "grid":
+                    # an hl.grid index: it takes every value of its loop's range
+                    _check_tile_bounds(tracer, tensor, position, block_id, what, loc)
             inputs.append(item.value)
             items.append(("scalar", len(inputs) - 1))
         elif isinstance(item, int) and not isinstance(item, bool):
@@ -325,6 +482,37 @@ def _region(
     for dim in range(len(index), tensor.ndim):
         row *= tensor.shape[dim]
     return tuple(items), tile_block, row
+
+
+def _check_tile_bounds(
+    tracer: Any, tensor: Any, dim: int, block_id: int, what: str, loc: Any
+) -> None:
+    """Refuse a tile (or ``hl.grid`` index) whose loop has static bounds that run past
+    dimension ``dim`` of ``tensor``, as core does for loads and stores: a copy is not masked, so
+    compiled code would read or write past the tensor. Every trace checks its own sizes (each
+    size of a ``static_shapes=False`` kernel is traced). A copy under an ``if`` is left alone:
+    that branch may never reach the end."""
+    if len(tracer.blocks) - 1 > tracer.loop_depth:
+        return
+    bounds = tracer.open_tiles.get(block_id)
+    size = tensor.shape[dim]
+    if bounds is None or not isinstance(size, int):
+        return
+    begin, end = bounds[0], bounds[1]
+    if isinstance(begin, int) and isinstance(end, int) and 0 <= begin < end and end > size:
+        raise exc.IndexOutOfBounds(
+            what,
+            tensor.arg.name,
+            max(begin, size),
+            dim,
+            size,
+            loc=loc,
+            hint=(
+                "A remote copy is not masked: the tiles of its index must lie inside both src "
+                "and dst. Loop over the size of the smaller one (or give dst room for every "
+                "tile)."
+            ),
+        )
 
 
 def _host_tensor(tracer: Any, value: Any, what: str) -> Any:
@@ -376,9 +564,11 @@ def _trace_make(
             f"{what}: device_id {device} is not a rank of the group (size {plan.world_size})",
             loc=loc,
         )
-    word = plan.reserve(1, loc)
+    plan.check_at_launch(tracer, device, inputs, f"{what}: device_id", loc)
+    word = plan.reserve(1, loc, f"{what}: device_id")
     attrs = {
         "src": src.arg,
+        "dst_name": dst.arg.name,
         "src_items": src_items,
         "dst_peers": peers,
         "dst_items": dst_items,
@@ -437,7 +627,8 @@ def _trace_remote_barrier(tracer: Any, device_ids: Any) -> None:
                 f"hl.remote_barrier: peer {peer} is not a rank of the group (size {plan.world_size})",
                 loc=loc,
             )
-    word = plan.reserve(2, loc)
+        plan.check_at_launch(tracer, peer, inputs, "hl.remote_barrier: peer", loc)
+    word = plan.reserve(2, loc, "hl.remote_barrier: peer")
     grid = dl._grid_tiles(tracer, inputs, "hl.remote_barrier")
     attrs = {
         "peers": peers,
@@ -523,6 +714,10 @@ make_async_remote_copy = dl.LanguageOp(
             remaining dimensions are copied as one contiguous region. Slices are rejected.
         device_id: the destination rank: a flat rank in the kernel's group (its
             ``hl.ProcessGroupName`` argument, else the default group), an int or a scalar.
+            A run-time value outside the group is checked before the launch when it is a
+            scalar argument of the kernel, else by the kernel (ref: at the op; compiled: it
+            skips the op and ``helion_distributed.check_timeouts()`` or the next launch
+            raises); the peers' waits of that launch are released.
         dst: a symmetric tensor argument (``helion_distributed.symm_mem.empty``); default
             ``src`` (which must then be symmetric).
         dst_index: as ``src_index``, for ``dst`` (default ``src_index``).
@@ -531,7 +726,12 @@ make_async_remote_copy = dl.LanguageOp(
         InvalidIndexingType: a slice, a tensor index or a non-contiguous region.
         TypeInferenceError: ``src``/``dst`` not tensor arguments or of different dtypes.
         ShapeMismatch: the two regions have different sizes.
+        IndexOutOfBounds: a tile whose loop (static bounds) runs past ``src`` or ``dst``; each
+            call's sizes are checked (a new size under ``static_shapes=False`` is traced).
+        InvalidAPIUsage: a constant ``device_id`` outside the group.
         SymmetricMemoryError: ``dst`` is not symmetric memory.
+        DistributedError: a run-time ``device_id`` outside the group (on the rank that names
+            it), or a peer that failed so and released this rank's waits.
     """,
 )
 
@@ -548,7 +748,8 @@ remote_barrier = dl.LanguageOp(
 
     Args:
         device_ids: an int, a 1-D tensor of static length, or a list of ints and scalars:
-            flat ranks of the kernel's group.
+            flat ranks of the kernel's group. A run-time peer outside the group is handled as
+            a run-time ``device_id`` of ``hl.make_async_remote_copy``.
     """,
 )
 
