@@ -74,6 +74,7 @@ class TileState:
     padded: int  # lanes held: next_power_of_2(B)
     mask: str | None  # name of the (padded,) bool array of in-bounds lanes; None: always full
     grid_dim: int | None = None  # position in the top-level loop, for BlockSpecs
+    lo: str = "0"  # source text of the loop's start bound (tile.count counts from it)
 
 
 @dataclasses.dataclass
@@ -510,7 +511,7 @@ class KernelCodegen:
                 start = f"jnp.asarray({start}, dtype={self.dtype(self.index_dtype)})"
             self.emit(f"{begin_name} = {start}")
             partial = (end - begin) % step != 0 or self.padded[block_id] != step
-            state = self._tile_state(block_id, begin_name, str(end), step, partial)
+            state = self._tile_state(block_id, begin_name, str(end), step, partial, str(begin))
             state.grid_dim = dim
             self.tiles[tile_arg.id] = state
             self.active[block_id] = state
@@ -539,7 +540,7 @@ class KernelCodegen:
         return ids
 
     def _tile_state(
-        self, block_id: int, begin: str, hi: str, step: int, partial: bool
+        self, block_id: int, begin: str, hi: str, step: int, partial: bool, lo: str
     ) -> TileState:
         padded = next_power_of_2(step)
         mask = None
@@ -551,7 +552,7 @@ class KernelCodegen:
             if padded != step:
                 condition = f"({condition}) & ({lanes} < {step})"
             self.emit(f"{mask} = {condition}")
-        return TileState(block_id, begin, hi, step, padded, mask)
+        return TileState(block_id, begin, hi, step, padded, mask, lo=lo)
 
     # -- regions and nodes --------------------------------------------------------------------
 
@@ -702,7 +703,7 @@ class KernelCodegen:
                 w.line(
                     f"{begin} = jnp.asarray({lo} + {number} * {step}, dtype={self.dtype(self.index_dtype)})"
                 )
-                state = self._tile_state(block_id, begin, hi, step, partial)
+                state = self._tile_state(block_id, begin, hi, step, partial, str(lo))
                 self.tiles[tile_arg.id] = state
                 self.active[block_id] = state
             self._emit_block(body)

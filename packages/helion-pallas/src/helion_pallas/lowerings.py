@@ -543,10 +543,9 @@ def _tile_attr(ctx: KernelCodegen, node: Node) -> str:
         return f"jnp.asarray({tile.block}, dtype={dtype})"
     if name == "id":
         return f"jnp.asarray({tile.begin} // {tile.block}, dtype={dtype})"
-    if name == "count":
-        return (
-            f"jnp.asarray(({end} - {tile.begin} + {tile.block - 1}) // {tile.block}, dtype={dtype})"
-        )
+    if name == "count":  # tiles in the whole loop, from its start bound
+        count = f"({tile.hi} - ({tile.lo}) + {tile.block - 1}) // {tile.block}"
+        return f"jnp.asarray({count}, dtype={dtype})"
     raise exc.InternalError(f"unknown tile attribute {name}", loc=node.loc)
 
 
