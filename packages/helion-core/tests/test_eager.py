@@ -481,8 +481,9 @@ def test_triton_and_helion_interpret_together_are_incompatible(monkeypatch):
         k(torch.zeros(2))
 
 
-def test_triton_interpret_at_call_time_is_incompatible(monkeypatch):
+def test_both_interpret_modes_at_call_time_are_incompatible(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("HELION_INTERPRET", raising=False)
 
     @eager
     def k(x):
@@ -491,8 +492,28 @@ def test_triton_interpret_at_call_time_is_incompatible(monkeypatch):
         return x
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("HELION_INTERPRET", "1")
     with pytest.raises(exc.IncompatibleInterpretModes):
         k(torch.zeros(2))
+
+
+def test_triton_interpret_alone_leaves_eager_runs_and_run_ref_working(monkeypatch):
+    """TRITON_INTERPRET=1 is how Triton kernels run on CPU; comparing them with run_ref() (or an
+    eager kernel) then must work: only both interpret modes together clash (found by
+    exploratory testing: run_ref raised IncompatibleInterpretModes, saying both were set)."""
+    monkeypatch.delenv("HELION_INTERPRET", raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+    def add(x, y):
+        out = torch.empty_like(x)
+        for tile in hl.tile(out.size()):
+            out[tile] = x[tile] + y[tile]
+        return out
+
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    torch.testing.assert_close(eager(add)(x, y), x + y)
+    bound = helion.kernel(add, autotune_effort="none").bind((x, y))
+    torch.testing.assert_close(bound.run_ref(x, y), x + y)
 
 
 def test_tunables_and_specialize_in_eager_mode():

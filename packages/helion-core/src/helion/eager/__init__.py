@@ -31,7 +31,9 @@ def _env_true(name: str) -> bool:
 def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
     """Call `kernel`'s Python function on `args` in eager mode and return what it returns."""
     settings = getattr(kernel, "settings", None)
-    if _env_true("TRITON_INTERPRET"):
+    # as in Settings: the two interpret modes clash only when both are asked for; TRITON_INTERPRET
+    # alone (Triton kernels on CPU) leaves eager runs such as run_ref() alone
+    if _env_true("TRITON_INTERPRET") and _env_true("HELION_INTERPRET"):
         raise exc.IncompatibleInterpretModes()
     if settings is not None and getattr(settings, "print_output_code", False):
         raise exc.RefEagerModeCodePrintError()
