@@ -38,6 +38,7 @@ from helion.eager.stack import make_stack
 from helion.eager.tiles import RefTile
 from helion.frontend.torch_table import INPLACE_METHOD_HINT
 from helion.frontend.torch_table import REFUSED_INPLACE_METHODS
+from helion.ir.core import index_dtype_for
 from helion.language import ConstExpr
 
 # what hl.register_block_size gives when no config chooses (matches the host mode's default)
@@ -408,7 +409,8 @@ class EagerMode:
         tensors = [a for a in _iter_tensors(args)]
         self.device = tensors[0].device if tensors else torch.device("cpu")
         numel = max((t.numel() for t in tensors), default=0)
-        self.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
+        requested = getattr(getattr(kernel, "settings", None), "index_dtype", None)
+        self.index_dtype = index_dtype_for(requested, numel)
         self.depth = 0  # how many hl.tile / hl.grid loops are running around the current code
         self.made_tiles = False  # whether host code could hold a tile (then torch calls check)
         self.next_block_id = 0

@@ -37,6 +37,7 @@ from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.ir.core import index_dtype_for
 from helion.language import ConstExpr
 from helion.language import _ops as ops
 from helion.language._context import active_mode
@@ -90,8 +91,10 @@ class Tracer:
         device: torch.device,
         host_block_sizes: list[BlockSizeInfo],
         location_fn: Callable[[int, int | None, int | None], exc.SourceLocation],
+        index_dtype: torch.dtype | None = None,
     ) -> None:
         self.ir = KernelIR(name)
+        self.requested_index_dtype = index_dtype  # Settings.index_dtype (None: by tensor size)
         self.ir.filename = filename
         self.ir.block_sizes = list(host_block_sizes)
         self.source_lines = source_lines
@@ -135,7 +138,7 @@ class Tracer:
                 ]
                 proxies[position] = tuple(items) if isinstance(inp.value, tuple) else items
         numel = max((t.numel() for t in _iter_tensors(values)), default=0)
-        self.ir.index_dtype = torch.int64 if numel > 2**31 - 1 else torch.int32
+        self.ir.index_dtype = index_dtype_for(self.requested_index_dtype, numel)
         with active_mode(self), ops.dim_extents(self.rdim_extents):
             try:
                 device_fn(self, *proxies)

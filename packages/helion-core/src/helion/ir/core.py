@@ -274,6 +274,22 @@ class KernelIR:
 # -- empty dimensions: what every backend asks of loops and accesses over a size-0 dim ------------
 
 
+_INT32_MAX = 2**31 - 1
+
+
+def index_dtype_for(requested: torch.dtype | None, numel: int) -> torch.dtype:
+    """The dtype of a kernel's index arithmetic (``Settings.index_dtype``): ``requested``, or
+    when it is None int32 unless a tensor of ``numel`` elements needs int64. An int32 request
+    for a tensor whose offsets do not fit raises ``InputTensorNumelExceedsIndexType``."""
+    if requested is None:
+        return torch.int64 if numel > _INT32_MAX else torch.int32
+    if requested == torch.int32 and numel > _INT32_MAX:
+        from helion import exc
+
+        raise exc.InputTensorNumelExceedsIndexType(str(requested), numel)
+    return requested
+
+
 def static_int(bound: Any) -> int | None:
     """A loop bound's value when it is known at trace time (an int or an integer sympy
     expression), else None (a run-time value)."""

@@ -1029,6 +1029,7 @@ class BoundKernel:
             self.device,
             host_blocks,
             lambda line, col, end: ast_rewrite.source_location(src, line, col, end),
+            index_dtype=self.settings.index_dtype,
         )
         device_fn = ast_rewrite.make_device_function(
             self.split, self._device_factory, _device_builtins()
