@@ -46,13 +46,18 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
 
 def _with_device_replacements(fn: Any) -> Any:
     """`fn`, or a copy of it whose globals map torch functions that device code gives Helion's
-    meaning (`torch._higher_order_ops.associative_scan`) to their hl versions."""
+    meaning (`torch._higher_order_ops.associative_scan`) to their hl versions, and `min`/`max`
+    to hl's (elementwise on tensors, Python's on numbers, as in compiled device code)."""
+    import helion.language as hl
     from helion.language._combine import device_replacements
 
     namespace = getattr(fn, "__globals__", None)
-    replacements = device_replacements(namespace) if namespace is not None else {}
-    if not replacements:
+    if namespace is None:
         return fn
+    replacements = device_replacements(namespace)
+    for name, replacement in (("min", hl._builtin_min), ("max", hl._builtin_max)):
+        if name not in namespace:  # a module-level min/max of the kernel's own stays its own
+            replacements[name] = replacement
     copy = types.FunctionType(
         fn.__code__, {**namespace, **replacements}, fn.__name__, fn.__defaults__, fn.__closure__
     )

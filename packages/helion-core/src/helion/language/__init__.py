@@ -6,7 +6,10 @@ Each function here only normalizes its arguments and carries the docs; the activ
 
 from __future__ import annotations
 
+import builtins
+import operator
 from typing import Any
+from typing import Callable
 from typing import NamedTuple
 from typing import Sequence
 
@@ -511,6 +514,35 @@ def device_print(prefix: str, *values: Any) -> None:
 def breakpoint() -> None:  # mirrors the builtin it replaces in device code
     """A breakpoint in device code; only in eager mode (HELION_INTERPRET=1)."""
     return dispatch("breakpoint")
+
+
+# -- builtins in device code ------------------------------------------------------------------
+
+
+def _builtin_min(*args: Any) -> Any:
+    """What ``min`` means in device code: Python's ``min`` over Python numbers, an elementwise
+    minimum once a device value (``tile.begin + 2``, a 0-D tensor) is among the arguments."""
+    return _extremum(builtins.min, operator.lt, args)
+
+
+def _builtin_max(*args: Any) -> Any:
+    """What ``max`` means in device code (see `_builtin_min`)."""
+    return _extremum(builtins.max, operator.gt, args)
+
+
+def _extremum(builtin: Callable[..., Any], better: Callable[[Any, Any], Any], args: tuple) -> Any:
+    values = list(args[0]) if len(args) == 1 else list(args)  # min(iterable) or min(a, b, ...)
+    numbers: list[Any] = []
+    others: list[Any] = []
+    for value in values:
+        plain = isinstance(value, (int, float)) and not isinstance(value, bool)
+        (numbers if plain else others).append(value)
+    if not others:
+        return builtin(*args)  # plain Python values: Python's answer, errors included
+    result = builtin(numbers) if numbers else others.pop(0)
+    for value in others:
+        result = torch.where(better(value, result), value, result)
+    return result
 
 
 def __getattr__(name: str) -> Any:

@@ -1564,6 +1564,8 @@ def _device_builtins_cached() -> dict[str, Any]:
             *(values if values and isinstance(values[0], str) else ("", *values))
         ),
         "breakpoint": hl.breakpoint,
+        "min": hl._builtin_min,
+        "max": hl._builtin_max,
     }
 
 
