@@ -185,3 +185,17 @@ def test_cache_queries_follow_the_active_config() -> None:
     chosen = helion.Config(block_sizes=[16, 4])
     bound.set_config(chosen)
     assert bound.backend_cache_key() == bound.backend_cache_key(chosen)
+
+
+def test_effort_none_prints_the_implicit_config_as_public_helion_does(capsys) -> None:
+    x, y = torch.randn(13), torch.randn(13)
+    kernel = _kernel(add)
+    kernel(x, y)
+    err = capsys.readouterr().err
+    bound = kernel.bind((x, y))
+    expected = (
+        f"Using implicit config: @helion.kernel(config={bound._config!r}, static_shapes=True)"
+    )
+    assert expected in err, err
+    dynamic = helion.Settings(static_shapes=False)
+    assert bound.format_kernel_decorator(bound._config, dynamic).endswith("static_shapes=False)")

@@ -1099,7 +1099,7 @@ class BoundKernel:
         configs = self.kernel.configs
         if settings.autotune_effort == "none" and (not configs or settings.force_autotune):
             config = self.config_spec.default_config()
-            print(f"Using default config: {self.format_kernel_decorator(config)}", file=sys.stderr)
+            print(f"Using implicit config: {self.format_kernel_decorator(config)}", file=sys.stderr)
         elif settings.force_autotune:
             config = self.autotune(args, force=True)
         elif len(configs) == 1:
@@ -1124,10 +1124,10 @@ class BoundKernel:
         return self._config
 
     def format_kernel_decorator(self, config: Config, settings: Settings | None = None) -> str:
-        text = f"@helion.kernel(config={config!r}"
-        if not self.settings.static_shapes:
-            text += ", static_shapes=False"
-        return text + ")"
+        """The decorator that pins ``config``, as public Helion prints it: ``@helion.kernel(
+        config=helion.Config(...), static_shapes=True)`` (``settings``: this kernel's)."""
+        static = (settings or self.settings).static_shapes
+        return f"@helion.kernel(config={config!r}, static_shapes={static})"
 
     def seed_configs(self) -> list[Config]:
         seeds = self.backend.seed_configs(self._discovery_ir, self.config_spec, self.device)
