@@ -135,25 +135,6 @@ SIGNED = "signed"  # bit for bit, signs of zeros included
 # be 1 ulp off, so a decomposition that divides is compared within 2 ulps there
 PALLAS_DIVISION = {"atol": 0.0, "rtol": 2.5e-7}
 
-# Backend bugs these tests meet, outside the torch table. A test that meets one is a strict xfail
-# on that backend, so that fixing the bug shows.
-TRITON_ROUND_ZERO_SIGN = (
-    "helion-triton rounds with floor(x) + 1 (mathlib _helion_round), so round(-0.3) is +0.0 "
-    "where torch gives -0.0"
-)
-TRITON_REMAINDER = (
-    "helion-triton lowers float remainder as a - floor(a / b) * b: off by up to an ulp of a, "
-    "and nan for an infinite b, where torch's (fmod-based) is exact"
-)
-TRITON_BF16_ISNAN = (
-    "the Triton interpreter holds bf16 as raw uint16 bits, so helion-triton's isnan (x != x) "
-    "is never true for bf16"
-)
-
-
-def known_bug(request, reason: str) -> None:
-    request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
 
 def _tolerance(dtype: torch.dtype) -> dict[str, float]:
     return {
@@ -253,9 +234,7 @@ def test_round_decimals_halfway_cases(backend):
 
 
 @pytest.mark.parametrize("decimals", [0, 1, -1])
-def test_round_keeps_negative_zero(request, backend, decimals):
-    if backend == "triton":
-        known_bug(request, TRITON_ROUND_ZERO_SIGN)
+def test_round_keeps_negative_zero(backend, decimals):
     x = torch.tensor([-0.0, -0.3, -0.04, -4.0, -0.5, 0.3, 0.0] * 6)[:37].repeat(13, 1)
     run_unary(ROUNDS[decimals], x.contiguous(), backend, SIGNED)
 
@@ -300,9 +279,7 @@ UNARY_CASES = [
 
 
 @pytest.mark.parametrize("name, fn, check", UNARY_CASES, ids=[c[0] for c in UNARY_CASES])
-def test_unary_op(request, backend, dtype, name, fn, check):
-    if backend == "triton" and dtype == torch.bfloat16 and name.startswith("nan_to_num"):
-        known_bug(request, TRITON_BF16_ISNAN)
+def test_unary_op(backend, dtype, name, fn, check):
     torch.manual_seed(len(name))
     run_unary(fn, floats(dtype), backend, check)
 
@@ -329,9 +306,7 @@ def _fmod_operands(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     return a, divisors(dtype)
 
 
-def test_fmod_tensors(request, backend, dtype):
-    if backend == "triton" and dtype == torch.float32:
-        known_bug(request, TRITON_REMAINDER)
+def test_fmod_tensors(backend, dtype):
     torch.manual_seed(3)
     a, b = _fmod_operands(dtype)
     run_binary(lambda p, q: torch.fmod(p, q), a, b, backend, SIGNED)
@@ -345,13 +320,23 @@ def test_fmod_tensors_within_an_ulp_of_the_dividend(backend):
     run_binary(lambda p, q: torch.fmod(p, q), a, b, backend, CLOSE, tolerance)
 
 
-def test_fmod_infinite_divisor(request, backend):
-    if backend == "triton":
-        known_bug(request, TRITON_REMAINDER)
+def test_fmod_infinite_divisor(backend):
     a = floats(torch.float32)
     b = torch.full(SHAPE, math.inf)
     b[::2] = -math.inf
     run_binary(lambda p, q: torch.fmod(p, q), a, b, backend, SIGNED)
+
+
+def test_remainder_follows_the_divisor_sign_exactly(backend):
+    """torch.remainder (`%`) is exact, with the divisor's sign; Triton computed
+    a - floor(a / b) * b, an ulp off and nan for an infinite divisor."""
+    torch.manual_seed(6)
+    a, b = _fmod_operands(torch.float32)
+    run_binary(lambda p, q: torch.remainder(p, q), a, b, backend, SIGNED)
+    infinite = torch.full(SHAPE, math.inf)
+    infinite[::2] = -math.inf
+    finite = floats(torch.float32).nan_to_num(0.0, 0.0, 0.0)
+    run_binary(lambda p, q: p % q, finite, infinite, backend, SIGNED)
 
 
 def test_fmod_integer_tensors(backend):
@@ -361,9 +346,7 @@ def test_fmod_integer_tensors(backend):
     run_binary(lambda p, q: p.fmod(q), a, b.to(torch.int32), backend, EXACT)
 
 
-def test_fmod_mixed_dtypes(request, backend):
-    if backend == "triton":
-        known_bug(request, TRITON_REMAINDER)
+def test_fmod_mixed_dtypes(backend):
     torch.manual_seed(5)
     a = torch.randint(-100, 100, SHAPE, dtype=torch.int32)
     run_binary(lambda p, q: torch.fmod(p, q), a, divisors(torch.float32), backend, SIGNED)

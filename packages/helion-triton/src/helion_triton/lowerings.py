@@ -270,7 +270,12 @@ def _logical_not(ctx: Any, node: Node) -> str:
 
 def _float_input(ctx: Any, node: Node) -> tuple[str, torch.dtype | None]:
     value = node.inputs[0]
-    return ctx.expr(value), ctx.dtype_of(value)
+    dtype = ctx.dtype_of(value)
+    if dtype in (torch.bfloat16, torch.float16):
+        # checked in float32 (exact): Triton's interpreter holds bf16 as raw uint16 bits, on
+        # which x != x is never true
+        return ctx.cast(ctx.expr(value), torch.float32, dtype), torch.float32
+    return ctx.expr(value), dtype
 
 
 def _all_lanes(ctx: Any, node: Node, flag: bool) -> str:
@@ -426,8 +431,11 @@ def _remainder(ctx: Any, node: Node) -> str:
     a, b = _binary_operands(ctx, node, compute)
     a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
     if dtype.is_floating_point:
-        remainder = ctx.assign(f"{a} - tl.floor({a} / {b}) * {b}", "remainder")
-        return _typed(ctx, node, ctx.cast(remainder, dtype, compute))
+        # `%` on floats is C's fmod (exact, the dividend's sign); moved to the divisor's sign as
+        # torch does. a - floor(a / b) * b was an ulp off, and nan for an infinite b
+        remainder = ctx.assign(f"{a} % {b}", "remainder")
+        moved = f"tl.where(({remainder} != 0) & (({remainder} < 0) != ({b} < 0)), {remainder} + {b}, {remainder})"
+        return _typed(ctx, node, ctx.cast(moved, dtype, compute))
     remainder = ctx.assign(f"{a} - ({a} // {b}) * {b}", "remainder")
     # the sign of torch.remainder follows the divisor (Python semantics)
     return _typed(

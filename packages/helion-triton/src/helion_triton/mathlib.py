@@ -196,7 +196,9 @@ def _helion_round(x):
     f = tl.floor(x)
     d = x - f
     even = f - 2.0 * tl.floor(f * 0.5) == 0.0
-    return tl.where(d > 0.5, f + 1.0, tl.where(d < 0.5, f, tl.where(even, f, f + 1.0)))
+    r = tl.where(d > 0.5, f + 1.0, tl.where(d < 0.5, f, tl.where(even, f, f + 1.0)))
+    # a zero result keeps x's sign: round(-0.3) is -0.0 (x * 0.0 is -0.0 for a negative x)
+    return tl.where(r == 0.0, x * 0.0, r)
 """,
     ),
 }
