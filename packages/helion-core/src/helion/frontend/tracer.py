@@ -7,8 +7,10 @@ block-size table.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+import re
 import sys
 from typing import Any
 from typing import Callable
@@ -76,8 +78,19 @@ class HostInput:
     """How one host value entered the device code."""
 
     name: str
-    kind: str  # "tensor" | "scalar" (runtime argument) | "constant" (baked) | "other"
+    # "tensor" | "scalar" (runtime argument) | "constant" (baked) | "container" (a list, tuple,
+    # dict or dataclass: its leaves are lifted, see `Tracer._enter_leaf`) | "other"
+    kind: str
     value: Any
+
+
+@dataclasses.dataclass
+class LiftedConstant:
+    """The entry of `KernelIR.lifted_args` for a baked leaf of a container: its value is re-read
+    at every launch and compared with the traced one (a constant guard), never passed."""
+
+    name: str
+    index: int
 
 
 class Tracer:
@@ -105,6 +118,8 @@ class Tracer:
         self.rdims_by_size: dict[int, int] = {}
         self.rdim_extents: dict[sympy.Symbol, int] = {}  # see ops.dim_extents
         self.inputs: list[HostInput] = []
+        # (index in the launch's values, traced value) of each baked leaf of a container argument
+        self.constant_leaves: list[tuple[int, Any]] = []
         self.barrier_count = 0
         # block id -> (begin, end, tile value) of the innermost open loop over it (hl.rand's offsets)
         self.open_tiles: dict[int, tuple[Any, Any, Value]] = {}
@@ -128,15 +143,13 @@ class Tracer:
             self._enter_host_value(i, n, v, runtime_scalars)
             for i, (n, v) in enumerate(zip(names, values, strict=True))
         ]
-        # each tensor of a tuple/list argument (e.g. the peer buffers of a symmetric tensor) is a
-        # kernel argument of its own, re-read from the sequence at every launch like a capture
+        # each leaf of a container argument (e.g. the peer buffers of a symmetric tensor, the
+        # weights of a namedtuple) is re-read from the container at every launch like a capture:
+        # a tensor or a number is a kernel argument of its own, anything else is baked
         for position, inp in enumerate(self.inputs):
-            if inp.kind == "tensors":
-                items = [
-                    self._add_lifted(("item", position, i), t, name=f"{inp.name}_item_{i}")
-                    for i, t in enumerate(inp.value)
-                ]
-                proxies[position] = tuple(items) if isinstance(inp.value, tuple) else items
+            if inp.kind == "container":
+                runtime = inp.name in runtime_scalars
+                proxies[position] = self._enter_leaf(position, (), inp.name, inp.value, runtime)
         numel = max((t.numel() for t in _iter_tensors(values)), default=0)
         self.ir.index_dtype = index_dtype_for(self.requested_index_dtype, numel)
         with active_mode(self), ops.dim_extents(self.rdim_extents):
@@ -181,15 +194,53 @@ class Tracer:
         if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
             self.inputs.append(HostInput(name, "constant", value))
             return value
-        if (
-            isinstance(value, (tuple, list))
-            and value
-            and all(isinstance(v, torch.Tensor) for v in value)
-        ):
-            self.inputs.append(HostInput(name, "tensors", value))
-            return value  # replaced by a sequence of HostTensors in trace()
+        if _container_items(value) is not None:
+            self.inputs.append(HostInput(name, "container", value))
+            return value  # replaced in trace() by a copy whose leaves are proxies
         self.inputs.append(HostInput(name, "other", value))
         return value
+
+    def _enter_leaf(self, position: int, path: tuple, name: str, value: Any, runtime: bool) -> Any:
+        """The device code's view of ``value``, found at ``path`` in the container argument at
+        ``position``: a container is copied (its type kept) with each leaf entered; a tensor is
+        a kernel argument; a number of a kernel parameter (``runtime``) a runtime scalar, as a
+        scalar parameter is; a bool, a string, None, a dtype, a device or a number the host code
+        built is baked and guarded, as such a host value is; anything else is baked."""
+        if len(path) == 1 and path[0][0] == "index":
+            source = ("item", position, path[0][1])  # what the exported launcher can index
+        else:
+            source = ("path", position, path)
+        if isinstance(value, torch.Tensor):
+            return self._add_lifted(source, value, name=name)
+        if isinstance(value, ConstExpr):
+            return value.value
+        index = len(self.inputs) + len(self.ir.lifted)
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, (bool, BlockSizeInt))
+            and runtime
+        ):
+            dtype = torch.int64 if isinstance(value, int) else torch.float32
+            block_arg = Value(TensorType((), dtype), name)
+            scalar = ScalarArg(name, index, dtype, block_arg)
+            self.ir.body.args.append(block_arg)
+            self.ir.scalar_args.append(scalar)
+            self.ir.lifted.append(source)
+            self.ir.lifted_args.append(scalar)
+            return DeviceValue(self, block_arg)
+        if isinstance(value, (bool, int, float, str, type(None), torch.dtype, torch.device)):
+            self.ir.lifted.append(source)
+            self.ir.lifted_args.append(LiftedConstant(name, index))
+            self.constant_leaves.append((index, value))
+            return value
+        items = _container_items(value)
+        if items is None:
+            return value
+        entered = [
+            self._enter_leaf(position, (*path, step), f"{name}_{label}", item, runtime)
+            for step, label, item in items
+        ]
+        return _rebuild_container(value, entered)
 
     # ------------------------------------------------------------------------------------------
     # locations and errors
@@ -1202,6 +1253,10 @@ def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:
     fn = values[position]
     if kind == "item":
         return fn[key]
+    if kind == "path":  # a leaf of a nested container: ((step, key), ...) from the argument
+        for step, step_key in key:
+            fn = getattr(fn, step_key) if step == "attr" else fn[step_key]
+        return fn
     if kind == "closure":
         return fn.__closure__[key].cell_contents
     return fn.__globals__[key]
@@ -1211,8 +1266,48 @@ def _iter_tensors(values: Sequence[Any]):
     for value in values:
         if isinstance(value, torch.Tensor):
             yield value
-        elif isinstance(value, (tuple, list)):
-            yield from (v for v in value if isinstance(v, torch.Tensor))
+        else:
+            items = _container_items(value)
+            if items is not None:
+                yield from _iter_tensors([item for _, _, item in items])
+
+
+def _container_items(value: Any) -> list[tuple[tuple, str, Any]] | None:
+    """The items of a container argument, each as (its step in a lifted ``path`` source, its
+    label in the names of lifted arguments, the item); None for anything else."""
+    if isinstance(value, dict):
+        return [(("key", k), re.sub(r"\W", "_", str(k)), v) for k, v in value.items()]
+    if isinstance(value, (list, tuple)):
+        fields = getattr(value, "_fields", None) if isinstance(value, tuple) else None
+        return [
+            (("index", i), fields[i] if fields else f"item_{i}", v) for i, v in enumerate(value)
+        ]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            (("attr", f.name), f.name, getattr(value, f.name)) for f in dataclasses.fields(value)
+        ]
+    return None
+
+
+def _rebuild_container(value: Any, items: list[Any]) -> Any:
+    """A copy of container ``value`` of the same type holding ``items``, in the order of
+    `_container_items`: namedtuple fields, dict keys and dataclass attributes still work."""
+    if isinstance(value, dict):
+        rebuilt = copy.copy(value)  # keeps a subclass (OrderedDict, defaultdict) as it is
+        for key, item in zip(value, items, strict=True):
+            rebuilt[key] = item
+        return rebuilt
+    if isinstance(value, tuple) and hasattr(value, "_make"):
+        return value._make(items)
+    if isinstance(value, (list, tuple)):
+        try:
+            return type(value)(items)
+        except TypeError:  # a subclass that holds only certain items (torch.Size): its base
+            return list(items) if isinstance(value, list) else tuple(items)
+    rebuilt = copy.copy(value)
+    for field, item in zip(dataclasses.fields(value), items, strict=True):
+        object.__setattr__(rebuilt, field.name, item)  # frozen dataclasses too
+    return rebuilt
 
 
 def ceil_pow2(n: int) -> int:

@@ -4,6 +4,7 @@ specialization key): config resolution, tracing, compilation and the call path."
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -405,10 +406,15 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
         return type(arg)
     if isinstance(arg, (str, torch.dtype, torch.device, type(None))):
         return arg
+    # a container: its type (a namedtuple's or dataclass's names its fields), its keys in order
+    # (device code that iterates a dict unrolls in that order), its length and each item's key
     if isinstance(arg, (list, tuple)):
         return (type(arg), tuple(_arg_key(a, static) for a in arg))
     if isinstance(arg, dict):
-        return (dict, tuple((k, _arg_key(v, static)) for k, v in sorted(arg.items())))
+        return (type(arg), tuple((k, _arg_key(v, static)) for k, v in arg.items()))
+    if dataclasses.is_dataclass(arg) and not isinstance(arg, type):
+        fields = dataclasses.fields(arg)
+        return (type(arg), tuple((f.name, _arg_key(getattr(arg, f.name), static)) for f in fields))
     if callable(arg) and hasattr(arg, "__code__"):
         # a function argument (an epilogue) is traced into the kernel: its code, and the
         # values it captures or defaults to (scalars are baked in as constants) are the key
@@ -959,9 +965,10 @@ class BoundKernel:
         self.settings = kernel.settings
         self.backend = get_backend(self.settings.backend or default_backend_name())
         self.split = kernel.split
-        self.device = next((a.device for a in _iter_tensors(args)), torch.device("cpu"))
-        if not any(True for _ in _iter_tensors(args)):
+        device = _find_device(args)
+        if device is None:
             raise exc.NoTensorArgs(kernel.name)
+        self.device = device
         self._host_blocks_by_id: dict[int, BlockSizeInfo] = {}
         self._user_tunables: dict[str, Any] = {}
         self._runtime_scalars = {
@@ -1010,16 +1017,15 @@ class BoundKernel:
 
         first: tuple[str, torch.device] | None = None
         for name, value in zip(self.split.device_inputs, values, strict=True):
-            if not isinstance(value, torch.Tensor):
-                continue
-            if value.is_neg():  # one the host code made (arguments are refused by their key)
-                raise exc.NegatedTensorView(f"{name!r}")
-            if first is None:
-                first = (name, value.device)
-            elif value.device != first[1]:
-                raise exc.TensorsOnDifferentDevices(
-                    f"{first[0]!r}", first[1], f"{name!r}", value.device
-                )
+            for tensor in _iter_tensors([value]):  # a container's tensors too
+                if tensor.is_neg():  # one the host code made (arguments are refused by their key)
+                    raise exc.NegatedTensorView(f"{name!r}")
+                if first is None:
+                    first = (name, tensor.device)
+                elif tensor.device != first[1]:
+                    raise exc.TensorsOnDifferentDevices(
+                        f"{first[0]!r}", first[1], f"{name!r}", tensor.device
+                    )
         src = self.split.source
         host_blocks = [self._host_blocks_by_id[i] for i in sorted(self._host_blocks_by_id)]
         tracer = Tracer(
@@ -1044,7 +1050,8 @@ class BoundKernel:
                 for i, v in enumerate(full_values)
                 if isinstance(v, torch.Tensor)
             ],
-            [(i, values[i]) for i, inp in enumerate(tracer.inputs) if inp.kind == "constant"],
+            [(i, values[i]) for i, inp in enumerate(tracer.inputs) if inp.kind == "constant"]
+            + tracer.constant_leaves,  # the baked leaves of containers, indexed in full_values
         )
         verify(ir)
         if self.settings.print_ir:
@@ -1531,12 +1538,43 @@ def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
     return trace.matches(values)
 
 
-def _iter_tensors(args: Any):
+def _iter_tensors(args: Any) -> Iterator[torch.Tensor]:
+    """The tensors of ``args``, with those in lists, tuples, dicts and dataclasses at any depth."""
     for arg in args:
         if isinstance(arg, torch.Tensor):
             yield arg
-        elif isinstance(arg, (list, tuple)):
-            yield from _iter_tensors(arg)
+        else:
+            items = _container_items(arg)
+            if items is not None:
+                yield from _iter_tensors(items)
+
+
+def _find_device(args: Any) -> torch.device | None:
+    """The kernel's device: that of the first tensor or `torch.device` among ``args`` (inside
+    containers too); None when there is neither."""
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            return arg.device
+        if isinstance(arg, torch.device):
+            return arg
+        items = _container_items(arg)
+        if items is not None:
+            device = _find_device(items)
+            if device is not None:
+                return device
+    return None
+
+
+def _container_items(arg: Any) -> list[Any] | None:
+    """The items of a list, tuple, dict (its values) or dataclass (its fields); None for any
+    other argument."""
+    if isinstance(arg, (list, tuple)):
+        return list(arg)
+    if isinstance(arg, dict):
+        return list(arg.values())
+    if dataclasses.is_dataclass(arg) and not isinstance(arg, type):
+        return [getattr(arg, f.name) for f in dataclasses.fields(arg)]
+    return None
 
 
 def _fresh_outputs(args: tuple) -> tuple:
