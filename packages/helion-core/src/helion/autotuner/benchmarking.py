@@ -63,6 +63,7 @@ import torch
 from helion.autotuner.progress import AutotuneLog
 from helion.autotuner.progress import AutotuneProgress
 from helion.autotuner.progress import user_stacklevel
+from helion.containers import map_tensors
 
 DEFAULT_TOLERANCE = 1e-2
 #: a candidate whose first wall-clock sample is this many times slower than the best so far
@@ -138,29 +139,14 @@ def _clone_tensor(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def clone_args(value: Any) -> Any:
-    """Deep-copy the tensors in ``value`` (tuples, lists, dicts walked), so in-place kernels
-    cannot corrupt the caller's inputs or the next candidate's."""
-    if isinstance(value, torch.Tensor):
-        return _clone_tensor(value)
-    if isinstance(value, tuple):
-        return tuple(clone_args(v) for v in value)
-    if isinstance(value, list):
-        return [clone_args(v) for v in value]
-    if isinstance(value, dict):
-        return {k: clone_args(v) for k, v in value.items()}
-    return value
+    """Deep-copy the tensors in ``value`` (inside lists, tuples, dicts, namedtuples and
+    dataclasses too), so in-place kernels cannot corrupt the caller's inputs or the next
+    candidate's."""
+    return map_tensors(_clone_tensor, value)
 
 
 def _to_device(value: Any, device: torch.device | str) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, tuple):
-        return tuple(_to_device(v, device) for v in value)
-    if isinstance(value, list):
-        return [_to_device(v, device) for v in value]
-    if isinstance(value, dict):
-        return {k: _to_device(v, device) for k, v in value.items()}
-    return value
+    return map_tensors(lambda tensor: tensor.to(device), value)
 
 
 def _tensor_bytes(value: Any) -> int:

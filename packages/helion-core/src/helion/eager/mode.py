@@ -28,6 +28,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from helion import exc
+from helion.containers import find_device
+from helion.containers import iter_tensors
 from helion.eager import indexing
 from helion.eager import rng
 from helion.eager import sorting
@@ -406,8 +408,8 @@ class EagerMode:
 
     def __init__(self, kernel: Any, args: Sequence[Any]) -> None:
         self.kernel = kernel
-        tensors = [a for a in _iter_tensors(args)]
-        self.device = tensors[0].device if tensors else torch.device("cpu")
+        tensors = list(iter_tensors(args))
+        self.device = find_device(args) or torch.device("cpu")
         numel = max((t.numel() for t in tensors), default=0)
         requested = getattr(getattr(kernel, "settings", None), "index_dtype", None)
         self.index_dtype = index_dtype_for(requested, numel)
@@ -788,11 +790,3 @@ class EagerMode:
     def hl_breakpoint(self) -> None:
         self._device_only("breakpoint")
         sys.breakpointhook()
-
-
-def _iter_tensors(args: Any) -> Iterator[torch.Tensor]:
-    for arg in args:
-        if isinstance(arg, torch.Tensor):
-            yield arg
-        elif isinstance(arg, (list, tuple)):
-            yield from _iter_tensors(arg)

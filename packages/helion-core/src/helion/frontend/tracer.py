@@ -7,10 +7,8 @@ block-size table.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
-import re
 import sys
 from typing import Any
 from typing import Callable
@@ -20,6 +18,9 @@ import sympy
 import torch
 
 from helion import exc
+from helion.containers import container_items
+from helion.containers import iter_tensors
+from helion.containers import rebuild_container
 from helion.frontend import jagged
 from helion.frontend import rng
 from helion.frontend import stack
@@ -150,7 +151,7 @@ class Tracer:
             if inp.kind == "container":
                 runtime = inp.name in runtime_scalars
                 proxies[position] = self._enter_leaf(position, (), inp.name, inp.value, runtime)
-        numel = max((t.numel() for t in _iter_tensors(values)), default=0)
+        numel = max((t.numel() for t in iter_tensors(values)), default=0)
         self.ir.index_dtype = index_dtype_for(self.requested_index_dtype, numel)
         with active_mode(self), ops.dim_extents(self.rdim_extents):
             try:
@@ -194,7 +195,7 @@ class Tracer:
         if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
             self.inputs.append(HostInput(name, "constant", value))
             return value
-        if _container_items(value) is not None:
+        if container_items(value) is not None:
             self.inputs.append(HostInput(name, "container", value))
             return value  # replaced in trace() by a copy whose leaves are proxies
         self.inputs.append(HostInput(name, "other", value))
@@ -233,14 +234,14 @@ class Tracer:
             self.ir.lifted_args.append(LiftedConstant(name, index))
             self.constant_leaves.append((index, value))
             return value
-        items = _container_items(value)
+        items = container_items(value)
         if items is None:
             return value
         entered = [
             self._enter_leaf(position, (*path, step), f"{name}_{label}", item, runtime)
             for step, label, item in items
         ]
-        return _rebuild_container(value, entered)
+        return rebuild_container(value, entered)
 
     # ------------------------------------------------------------------------------------------
     # locations and errors
@@ -1260,54 +1261,6 @@ def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:
     if kind == "closure":
         return fn.__closure__[key].cell_contents
     return fn.__globals__[key]
-
-
-def _iter_tensors(values: Sequence[Any]):
-    for value in values:
-        if isinstance(value, torch.Tensor):
-            yield value
-        else:
-            items = _container_items(value)
-            if items is not None:
-                yield from _iter_tensors([item for _, _, item in items])
-
-
-def _container_items(value: Any) -> list[tuple[tuple, str, Any]] | None:
-    """The items of a container argument, each as (its step in a lifted ``path`` source, its
-    label in the names of lifted arguments, the item); None for anything else."""
-    if isinstance(value, dict):
-        return [(("key", k), re.sub(r"\W", "_", str(k)), v) for k, v in value.items()]
-    if isinstance(value, (list, tuple)):
-        fields = getattr(value, "_fields", None) if isinstance(value, tuple) else None
-        return [
-            (("index", i), fields[i] if fields else f"item_{i}", v) for i, v in enumerate(value)
-        ]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [
-            (("attr", f.name), f.name, getattr(value, f.name)) for f in dataclasses.fields(value)
-        ]
-    return None
-
-
-def _rebuild_container(value: Any, items: list[Any]) -> Any:
-    """A copy of container ``value`` of the same type holding ``items``, in the order of
-    `_container_items`: namedtuple fields, dict keys and dataclass attributes still work."""
-    if isinstance(value, dict):
-        rebuilt = copy.copy(value)  # keeps a subclass (OrderedDict, defaultdict) as it is
-        for key, item in zip(value, items, strict=True):
-            rebuilt[key] = item
-        return rebuilt
-    if isinstance(value, tuple) and hasattr(value, "_make"):
-        return value._make(items)
-    if isinstance(value, (list, tuple)):
-        try:
-            return type(value)(items)
-        except TypeError:  # a subclass that holds only certain items (torch.Size): its base
-            return list(items) if isinstance(value, list) else tuple(items)
-    rebuilt = copy.copy(value)
-    for field, item in zip(dataclasses.fields(value), items, strict=True):
-        object.__setattr__(rebuilt, field.name, item)  # frozen dataclasses too
-    return rebuilt
 
 
 def ceil_pow2(n: int) -> int:

@@ -23,6 +23,8 @@ from typing import Sequence
 import torch
 
 from helion import exc
+from helion.containers import find_device
+from helion.containers import iter_tensors
 from helion.frontend import ast_rewrite
 from helion.frontend.inline_code import watched_names
 from helion.frontend.proxies import BlockSizeInt
@@ -965,7 +967,7 @@ class BoundKernel:
         self.settings = kernel.settings
         self.backend = get_backend(self.settings.backend or default_backend_name())
         self.split = kernel.split
-        device = _find_device(args)
+        device = find_device(args)
         if device is None:
             raise exc.NoTensorArgs(kernel.name)
         self.device = device
@@ -1017,7 +1019,7 @@ class BoundKernel:
 
         first: tuple[str, torch.device] | None = None
         for name, value in zip(self.split.device_inputs, values, strict=True):
-            for tensor in _iter_tensors([value]):  # a container's tensors too
+            for tensor in iter_tensors([value]):  # a container's tensors too
                 if tensor.is_neg():  # one the host code made (arguments are refused by their key)
                     raise exc.NegatedTensorView(f"{name!r}")
                 if first is None:
@@ -1536,45 +1538,6 @@ def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
     tensor_guards, constant_guards = ir.guards
     trace = _CompiledTrace(ir, None, tensor_guards, constant_guards, watched_names(ir))
     return trace.matches(values)
-
-
-def _iter_tensors(args: Any) -> Iterator[torch.Tensor]:
-    """The tensors of ``args``, with those in lists, tuples, dicts and dataclasses at any depth."""
-    for arg in args:
-        if isinstance(arg, torch.Tensor):
-            yield arg
-        else:
-            items = _container_items(arg)
-            if items is not None:
-                yield from _iter_tensors(items)
-
-
-def _find_device(args: Any) -> torch.device | None:
-    """The kernel's device: that of the first tensor or `torch.device` among ``args`` (inside
-    containers too); None when there is neither."""
-    for arg in args:
-        if isinstance(arg, torch.Tensor):
-            return arg.device
-        if isinstance(arg, torch.device):
-            return arg
-        items = _container_items(arg)
-        if items is not None:
-            device = _find_device(items)
-            if device is not None:
-                return device
-    return None
-
-
-def _container_items(arg: Any) -> list[Any] | None:
-    """The items of a list, tuple, dict (its values) or dataclass (its fields); None for any
-    other argument."""
-    if isinstance(arg, (list, tuple)):
-        return list(arg)
-    if isinstance(arg, dict):
-        return list(arg.values())
-    if dataclasses.is_dataclass(arg) and not isinstance(arg, type):
-        return [getattr(arg, f.name) for f in dataclasses.fields(arg)]
-    return None
 
 
 def _fresh_outputs(args: tuple) -> tuple:
