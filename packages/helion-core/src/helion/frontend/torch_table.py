@@ -1531,6 +1531,61 @@ def _full_like(
     return _emit_like(tracer, x, fill_value, dtype)
 
 
+def _factory(fill: Any, name: str) -> Handler:
+    """torch.zeros / ones / empty with a shape of tiles and sizes (reached through a tile among
+    the sizes): hl.full's value, in torch's default dtype unless one is given."""
+
+    def handler(
+        tracer: Any,
+        *size: Any,
+        out: Any = None,
+        dtype: Any = None,
+        layout: Any = None,
+        device: Any = None,
+        pin_memory: bool = False,
+        requires_grad: bool = False,
+        memory_format: Any = None,
+    ) -> DeviceValue:
+        if out is not None:
+            raise unsupported_argument(tracer, name, "out", "device code makes new values.")
+        _check_creation(tracer, name, layout, requires_grad)
+        return tracer.hl_full(_shape_arg(size), fill, dtype or torch.get_default_dtype())
+
+    return handler
+
+
+register(torch.zeros)(_factory(0, "torch.zeros"))
+register(torch.ones)(_factory(1, "torch.ones"))
+register(torch.empty)(_factory(0, "torch.empty"))
+
+
+@register(torch.full)
+def _full(
+    tracer: Any,
+    size: Any,
+    fill_value: Any,
+    *,
+    out: Any = None,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> DeviceValue:
+    if out is not None:
+        raise unsupported_argument(tracer, "torch.full", "out", "device code makes new values.")
+    _check_creation(tracer, "torch.full", layout, requires_grad)
+    if dtype is None:  # torch's rule: the fill value's kind decides
+        dtype = (
+            torch.bool
+            if isinstance(fill_value, bool)
+            else torch.int64
+            if isinstance(fill_value, int)
+            else torch.get_default_dtype()
+        )
+    return tracer.hl_full(list(size), fill_value, dtype)
+
+
 # random numbers: Philox seeded from the kernel's per-call seed (helion.frontend.rng)
 register(torch.rand)(rng.torch_rand)
 register(torch.randn)(rng.torch_randn)
@@ -1550,7 +1605,7 @@ def _new(fill: Any, name: str) -> Handler:
         pin_memory: bool = False,
     ) -> DeviceValue:
         _check_creation(tracer, name, layout, requires_grad)
-        return tracer.hl_full(_shape_arg(size), fill, dtype or _value(tracer, x).dtype)
+        return tracer.hl_full(_shape_arg(size), fill, dtype or _dtype_of(tracer, x))
 
     return handler
 
@@ -1574,7 +1629,15 @@ def _new_full(
     pin_memory: bool = False,
 ) -> DeviceValue:
     _check_creation(tracer, "torch.Tensor.new_full", layout, requires_grad)
-    return tracer.hl_full(list(size), fill_value, dtype or _value(tracer, x).dtype)
+    return tracer.hl_full(list(size), fill_value, dtype or _dtype_of(tracer, x))
+
+
+def _dtype_of(tracer: Any, x: Any) -> torch.dtype:
+    """The dtype of a device value, or of a kernel argument's tensor without loading it
+    (`x.new_zeros([tile])` on an argument reads only its dtype)."""
+    if isinstance(x, HostTensor):
+        return x.dtype
+    return _value(tracer, x).dtype
 
 
 # -- things that cannot work on device, with the reason -------------------------------------------

@@ -332,8 +332,16 @@ class Tracer:
                 "a variable assigned in only one branch of an `if`", loc=self.current_loc()
             )
         if isinstance(value, torch.Tensor):
+            if value.ndim == 0 and value.device.type != "meta":
+                # made in device code from numbers (torch.tensor(2.0), torch.full([], c)): a
+                # constant of its dtype (arguments and captured tensors arrive as proxies)
+                return self.emit(
+                    ops.constant, [], {"value": value.item(), "dtype": value.dtype}
+                ).output
             raise exc.HostTensorDirectUsage(
-                "a tensor created in device code with torch on the host", loc=self.current_loc()
+                "a torch tensor made in device code from numbers only (not 0-D); build it from "
+                "tiles (torch.zeros([tile], ...), hl.full) or pass it as an argument",
+                loc=self.current_loc(),
             )
         raise exc.TypeInferenceError(
             f"unsupported {what} of type {type(value).__name__} in device code"
