@@ -18,6 +18,7 @@ import helion
 import helion.language as hl
 from helion_distributed.testing import ATTEMPT_ENV
 from helion_distributed.testing import SHARED_DIR_ENV
+from helion_distributed.testing import forming_group
 from helion_distributed.testing import join_gloo_group
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "distributed"
@@ -195,6 +196,17 @@ def join_fails_once_on_rank_zero(
     join_gloo_group(rank, world_size, store_path, timeout)
 
 
+def second_group_fails_once(rank: int, world_size: int) -> tuple:
+    """Forms a subgroup of all ranks; on attempt 1 rank 0's fails as gloo's connect can."""
+    with forming_group():
+        if rank == 0 and os.environ[ATTEMPT_ENV] == "1":
+            raise RuntimeError("Gloo connectFullMesh failed with: Connection closed by peer")
+        sub = dist.new_group(list(range(world_size)))
+    total = torch.tensor([float(rank + 1)])
+    dist.all_reduce(total, group=sub)
+    return os.environ[ATTEMPT_ENV], total.item()
+
+
 def join_never_works(rank: int, world_size: int, store_path: str, timeout: float) -> None:
     raise RuntimeError(f"no group on attempt {os.environ[ATTEMPT_ENV]}")
 
@@ -234,9 +246,10 @@ def group_lifetime(rank: int, world_size: int, store_name: str) -> dict:
     gc.collect()
     freed = old() is None
     store_path = os.path.join(os.environ[SHARED_DIR_ENV], store_name)  # fresh per attempt
-    dist.init_process_group(
-        "gloo", init_method=f"file://{store_path}", rank=rank, world_size=world_size
-    )
+    with forming_group():
+        dist.init_process_group(
+            "gloo", init_method=f"file://{store_path}", rank=rank, world_size=world_size
+        )
     same_name = dist.group.WORLD.group_name == old_name
     second_ok = reduce_once(2)
     spaces = [s for found in _common._workspaces.values() for s in found]
@@ -263,15 +276,20 @@ def regroup_by_size(rank: int, world_size: int) -> list:
     dist.destroy_process_group()  # the 3-rank group run_ranks made: start from 2 ranks
     for size in (2, 3):
         if rank < size:
-            dist.init_process_group(
-                "gloo", init_method=f"file://{store_dir}/store-{size}", rank=rank, world_size=size
-            )
+            with forming_group():
+                dist.init_process_group(
+                    "gloo",
+                    init_method=f"file://{store_dir}/store-{size}",
+                    rank=rank,
+                    world_size=size,
+                )
             name = dist.group.WORLD.group_name
             sums.append((size, name, hd.all_reduce(x, algorithm="one_shot").tolist()))
             dist.destroy_process_group()
-    dist.init_process_group(
-        "gloo", init_method=f"file://{store_dir}/store-last", rank=rank, world_size=world_size
-    )
+    with forming_group():
+        dist.init_process_group(
+            "gloo", init_method=f"file://{store_dir}/store-last", rank=rank, world_size=world_size
+        )
     return sums
 
 
@@ -280,7 +298,8 @@ def non_member_call(rank: int, world_size: int) -> str:
     (torch hands it a placeholder, not a group), the members' result unchanged."""
     import helion_distributed as hd
 
-    sub = dist.new_group([0, 1])
+    with forming_group():
+        sub = dist.new_group([0, 1])
     x = torch.arange(7, dtype=torch.float32) + rank
     try:
         out = hd.all_reduce(x, group=sub)
@@ -347,7 +366,8 @@ def group_rounds(rank: int, world_size: int, rounds: int) -> dict:
     everyone = list(range(world_size))
     base = _shm_usage()
     kept = symm_mem.empty(16, dtype=torch.float32)
-    sub = dist.new_group(everyone)
+    with forming_group():
+        sub = dist.new_group(everyone)
     symm_mem.rendezvous(kept, sub)
     dist.destroy_process_group(sub)
     del sub
@@ -356,7 +376,8 @@ def group_rounds(rank: int, world_size: int, rounds: int) -> dict:
     ok = True
     usage = []
     for _ in range(rounds):
-        group = dist.new_group(everyone)
+        with forming_group():
+            group = dist.new_group(everyone)
         out = hd.all_reduce(x, group=group)
         ok = ok and bool((out == expected).all())
         dist.destroy_process_group(group)

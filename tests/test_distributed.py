@@ -157,6 +157,16 @@ def test_a_group_that_fails_to_form_is_formed_again_from_scratch() -> None:
     assert results == [("2", 6.0)] * 3
 
 
+def test_a_group_a_rank_function_forms_is_retried_like_the_first() -> None:
+    """The same flake when a rank function forms a group of its own (init_process_group or
+    new_group inside `forming_group()`): the attempt starts again from scratch."""
+    with pytest.warns(RuntimeWarning, match=r"attempt 1 of 3: rank 0: GroupFormationFailed"):
+        results = run_ranks(
+            distributed_ranks.second_group_fails_once, 2, timeout=RUN_TIMEOUT, env=QUIET
+        )
+    assert results == [("2", 3.0)] * 2
+
+
 def test_a_group_that_never_forms_is_reported_after_the_last_attempt() -> None:
     start = time.monotonic()
     with (

@@ -56,6 +56,26 @@ class RankFailure(RuntimeError):
         super().__init__("distributed run failed:\n" + "\n".join(lines))
 
 
+class GroupFormationFailed(RuntimeError):
+    """A group a rank function formed could not form (see `forming_group`): run_ranks starts the
+    attempt again from scratch, as when the first group fails to form."""
+
+
+@contextlib.contextmanager
+def forming_group() -> Any:
+    """Wrap a rank function's own ``init_process_group`` / ``new_group``: an exception there
+    is a failure to form a group (gloo's connect can fail on a loaded machine), which run_ranks
+    retries with every rank started again, instead of failing the test.
+
+        with forming_group():
+            sub = dist.new_group([0, 1])
+    """
+    try:
+        yield
+    except Exception as error:
+        raise GroupFormationFailed(f"{type(error).__name__}: {error}") from error
+
+
 def join_gloo_group(rank: int, world_size: int, store_path: str, timeout: float) -> None:
     """The default way a rank forms its group: gloo through a file store."""
     import torch.distributed as dist
@@ -98,6 +118,8 @@ def _child(
         results.put((rank, "ok", value, "", ""))
     except BaseException as error:
         text = f"{type(error).__name__}: {error}"
+        if isinstance(error, GroupFormationFailed):
+            phase = "join_error"  # a group the function formed: retried like the first one
         results.put((rank, phase, None, text, traceback.format_exc()))
     finally:
         try:
