@@ -63,6 +63,7 @@ import torch
 from helion.autotuner.progress import AutotuneLog
 from helion.autotuner.progress import AutotuneProgress
 from helion.autotuner.progress import user_stacklevel
+from helion.containers import iter_tensors
 from helion.containers import map_tensors
 
 DEFAULT_TOLERANCE = 1e-2
@@ -150,13 +151,7 @@ def _to_device(value: Any, device: torch.device | str) -> Any:
 
 
 def _tensor_bytes(value: Any) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (tuple, list)):
-        return sum(_tensor_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_tensor_bytes(v) for v in value.values())
-    return 0
+    return sum(t.numel() * t.element_size() for t in iter_tensors([value]))
 
 
 # ================================================================================ accuracy
@@ -283,15 +278,7 @@ def mutated_arguments(original: Sequence[Any], after_call: Sequence[Any]) -> dic
 
 
 def _detach_tree(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach()
-    if isinstance(value, tuple):
-        return tuple(_detach_tree(v) for v in value)
-    if isinstance(value, list):
-        return [_detach_tree(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _detach_tree(v) for k, v in value.items()}
-    return value
+    return map_tensors(torch.Tensor.detach, value)
 
 
 # ================================================================================ timing
