@@ -264,7 +264,6 @@ def test_the_progress_shows_the_score_being_optimized(
     # "best", and counted set measurements: "21/21 ... best 31.84 us" for six configs over
     # three sets whose best score was 1.79 times the default's; the final line printed that
     # ratio as "1.791 ms"
-    pytest.importorskip("rich")
     scores: list[float] = []
     original = MultiSetEvaluator.evaluate
 
