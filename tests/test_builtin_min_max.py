@@ -8,18 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-import helion
 import helion.language as hl
-from helion.testing import require_backend
+from helion.testing import kernel_for as _kernel
 
 BACKENDS = ["ref", "triton", "pallas", "eager"]
-
-
-def _kernel(fn, backend: str):
-    if backend == "eager":
-        return helion.kernel(fn, ref_mode="eager")
-    require_backend(backend)
-    return helion.kernel(fn, backend=backend, autotune_effort="none")
 
 
 def first_two_of_each_block(x: torch.Tensor) -> torch.Tensor:

@@ -12,16 +12,9 @@ import torch
 import helion
 import helion.language as hl
 from helion import exc
-from helion.testing import require_backend
+from helion.testing import kernel_for as _kernel
 
 BACKENDS = ["ref", "triton", "pallas", "eager"]
-
-
-def _kernel(fn, backend: str):
-    if backend == "eager":
-        return helion.kernel(fn, ref_mode="eager")
-    require_backend(backend)
-    return helion.kernel(fn, backend=backend, autotune_effort="none")
 
 
 def tile_factories(x: torch.Tensor) -> torch.Tensor:

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["assert_same", "bind", "require_backend"]
+__all__ = ["assert_same", "bind", "kernel_for", "require_backend"]
 
 
 def require_backend(name: str) -> None:
@@ -55,6 +55,18 @@ def require_backend(name: str) -> None:
         if pytest is not None:
             pytest.skip(reason)  # reported at the test's line; never imported from here
         raise unittest.SkipTest(reason) from None
+
+
+def kernel_for(fn: Callable[..., Any], backend: str) -> Any:
+    """``fn`` (a plain kernel function) as a kernel of ``backend`` under its default config, or
+    in eager mode (``ref_mode="eager"``) for ``backend == "eager"``; skips as `require_backend`
+    does when the backend cannot run here."""
+    import helion
+
+    if backend == "eager":
+        return helion.kernel(fn, ref_mode="eager")
+    require_backend(backend)
+    return helion.kernel(fn, backend=backend, autotune_effort="none")
 
 
 def bind(fn: Callable[..., Any], backend: str, args: Sequence[Any]) -> Any:
