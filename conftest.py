@@ -11,3 +11,12 @@ if "HELION_CACHE_DIR" not in os.environ:
     os.environ["HELION_CACHE_DIR"] = _cache_dir
     # removed at exit, so repeated test runs do not pile cache directories up in the temp dir
     atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
+
+# On a GPU machine, `HELION_TEST_DEVICE=cuda` makes the tests' own tensor factories (torch.randn,
+# torch.tensor, ...) allocate there, so CPU-written tests such as test_torch_ops.py also check the
+# compiled GPU code (benchmarks/gpu_session.sh torch_ops). Cases that name "cpu" themselves fail
+# there by design; the CPU run (no variable) is the one CI checks.
+if os.environ.get("HELION_TEST_DEVICE"):
+    import torch
+
+    torch.set_default_device(os.environ["HELION_TEST_DEVICE"])

@@ -11,6 +11,9 @@
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
 #   bash benchmarks/gpu_session.sh conformance OUT  # helion.testing's cases on the GPU (Triton, Pallas, CuTe)
+#   bash benchmarks/gpu_session.sh verify OUT  # check + conformance + torch ops (HELION_TEST_DEVICE) as
+#                                              # parallel processes (compiles are CPU-bound; the GPU
+#                                              # machine has 16 cores): ~1 call
 #   bash benchmarks/gpu_session.sh variants OUT  # benchmarks/variant_probe.py (QUESTIONS picks them)
 #   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
 #                                                # KERNELS raced against torch.compile in interleaved rounds
@@ -36,6 +39,7 @@ step() {  # step NAME TIMEOUT CMD...
   [ $rc -ne 0 ] && status=1
   echo "== $name: rc=$rc in $((SECONDS - start)) s"
   tail -n "${TAIL:-25}" "$out/$name.log"
+  return $rc
 }
 case "$phase" in
   check)
@@ -96,6 +100,28 @@ case "$phase" in
     else
       echo "== conformance_cute: skipped, the CuTe DSL is not staged on this machine"
     fi
+    ;;
+  verify)  # correctness only (timings from parallel processes mean little): shards run at once
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false  # two JAX processes share the GPU
+    shards=$(python3 -c "import sys; sys.path.insert(0, 'examples'); from _common import SUITE; n=${SHARDS:-4}; print(' '.join(','.join(SUITE[i::n]) for i in range(n)))")
+    i=0
+    for kernels in $shards; do
+      TAIL=12 step "triton_check_$i" 540 python3 benchmarks/gpu_check.py --backend triton --random 1 \
+        --kernels "$kernels" --json "$out/triton_check_$i.json" &
+      i=$((i + 1))
+    done
+    for family in empty_slices shared_block_size atomics; do
+      TAIL=8 step "conformance_triton_$family" 540 python3 benchmarks/conformance_gpu.py --backend triton \
+        --families "$family" &
+    done
+    TAIL=8 step conformance_pallas 540 python3 benchmarks/conformance_gpu.py --backend pallas &
+    # the torch-table ops (test_torch_ops.py, written for the CPU) with their tensors on the GPU
+    for backend in triton pallas; do
+      HELION_TEST_DEVICE=cuda TAIL=30 step "torch_ops_$backend" 540 python3 -m pytest -q -p no:cacheprovider \
+        --maxfail=40 -rf packages/helion-core/tests/test_torch_ops.py -k "$backend" &
+    done
+    step pallas_gpu 300 python3 packages/helion-pallas/tests/gpu_report.py --random 1 &
+    for job in $(jobs -p); do wait "$job" || status=1; done
     ;;
   variants)  # QUESTIONS="nan_max rope": benchmarks/variant_probe.py's questions (all when unset)
     TAIL=60 step variant_probe 540 python3 benchmarks/variant_probe.py ${QUESTIONS:-}
