@@ -296,6 +296,25 @@ def test_the_first_launchs_entry_launches_without_a_lookup_while_its_key_holds()
     assert kinds(jit.calls)[-1] == "direct" and len(entries) == 5
 
 
+def test_the_primary_branch_leaves_tensors_of_another_dtype_to_the_lookup():
+    """Variants whose generated source is the same for several dtypes (``x * x``) share one
+    module and so one DirectLaunch: the float32 binary must never get float16 tensors (on the
+    GPU it wrote past the end of the output)."""
+    jit, direct = make()
+    out, x = torch.empty(40).as_subclass(CudaLike), torch.randn(40).as_subclass(CudaLike)
+    direct[(1,)](out, x, 40, BLOCK=16)  # binds float32
+    direct[(1,)](out, x, 40, BLOCK=16)  # direct: the first key is recorded
+    launcher = direct[(1,)]
+    half_out = torch.empty(40, dtype=torch.float16).as_subclass(CudaLike)
+    half_x = torch.randn(40, dtype=torch.float16).as_subclass(CudaLike)
+    launcher(half_out, half_x, 40, BLOCK=16)
+    assert kinds(jit.calls)[-1] == "jit"  # bound for float16, not launched as float32
+    launcher(half_out, half_x, 40, BLOCK=16)
+    assert jit.calls[-1][:2] == ("direct", "k1")
+    launcher(out, x, 40, BLOCK=16)
+    assert jit.calls[-1][:2] == ("direct", "k0")
+
+
 def test_a_disabled_launcher_no_longer_takes_the_primary_branch():
     jit, direct = make()
     out, x = torch.empty(40).as_subclass(CudaLike), torch.randn(40).as_subclass(CudaLike)

@@ -602,8 +602,9 @@ class DirectLaunch:
         inlined: taken when the current device, the alignment of every address and the class
         of every int match that launch's key. It skips the key tuple, the lookup and the
         unpacking of the entry (0.56 us of the 1.27 us a fused launcher took in a CPU stand-in).
-        Dtypes are not tested: a compiled kernel is only called with its variant's traced
-        dtypes (the bound kernel's guards pick the variant). Returns ('', {}) when that launch
+        Dtypes are tested too: variants of other dtypes whose generated source is the same
+        (``x * x`` in float32, float16 and int32) share one module and so this launcher, and
+        its binary must not run on another dtype's tensors. Returns ('', {}) when that launch
         had an unaligned address or its entry is gone."""
         first = self._first_key
         entry = self._entries.get(first) if first is not None else None
@@ -620,6 +621,8 @@ class DirectLaunch:
                 if not key[1]:
                     return "", {}  # an unaligned first launch: leave it to the lookup
                 addresses.append(value)
+                scope[f"__t_{position}"] = key[0]
+                tests.append(f"{name}.dtype is __t_{position}")
             elif isinstance(key, tuple):  # an int: its class, the key's own expression
                 scope[f"__k_{position}"] = key
                 tests.append(f"{expression} == __k_{position}")
