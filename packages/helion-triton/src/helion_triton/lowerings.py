@@ -107,7 +107,6 @@ _CORE_MATH = {
     "cos": "tl.cos({})",
     "erf": "tl.erf({})",
     "sigmoid": "tl.sigmoid({})",
-    "reciprocal": "(1.0 / {})",
 }
 _LIB_MATH = (
     "tanh",
@@ -151,6 +150,11 @@ def _lib_math_rule(name: str) -> Rule:
 
 for _name in _LIB_MATH:
     triton_lowering(ops.UNARY[_name])(_lib_math_rule(_name))
+
+
+@triton_lowering(ops.UNARY["reciprocal"])
+def _reciprocal(ctx: Any, node: Node) -> str:
+    return _float_unary(ctx, node, lambda x, dtype: _divide(ctx, "1.0", x, dtype))
 
 
 @triton_lowering(ops.UNARY["sqrt"])
@@ -402,7 +406,16 @@ def _truediv(ctx: Any, node: Node) -> str:
     dtype = node.output.dtype
     compute = compute_float(dtype)
     a, b = _binary_operands(ctx, node, compute)
-    return _typed(ctx, node, ctx.cast(f"({a} / {b})", dtype, compute))
+    return _typed(ctx, node, ctx.cast(_divide(ctx, a, b, compute), dtype, compute))
+
+
+def _divide(ctx: Any, a: str, b: str, compute: torch.dtype) -> str:
+    """``a / b`` rounded as torch rounds it. Triton's float32 `/` is div.full.f32 on the GPU
+    (within 2 ulps) where torch's CUDA division is correctly rounded: round(x, decimals) and
+    x / n came out an ulp off on an H100. The interpreter's `/` (numpy's) is exact already."""
+    if compute == torch.float32 and not ctx.target.interpret:
+        return f"tl.div_rn({a}, {b})"
+    return f"({a} / {b})"
 
 
 @triton_lowering(ops.BINARY["floordiv"])
@@ -431,9 +444,10 @@ def _remainder(ctx: Any, node: Node) -> str:
     a, b = _binary_operands(ctx, node, compute)
     a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
     if dtype.is_floating_point:
-        # `%` on floats is C's fmod (exact, the dividend's sign); moved to the divisor's sign as
-        # torch does. a - floor(a / b) * b was an ulp off, and nan for an infinite b
-        remainder = ctx.assign(f"{a} % {b}", "remainder")
+        # C's fmod (exact, the dividend's sign), moved to the divisor's sign as torch does.
+        # a - floor(a / b) * b was an ulp off, and nan for an infinite b; on the GPU Triton's
+        # `%` kept inf for fmod(inf, b) and lost the sign of a zero: libdevice's fmod there
+        remainder = ctx.assign(ctx.math("fmod", a, b), "remainder")
         moved = f"tl.where(({remainder} != 0) & (({remainder} < 0) != ({b} < 0)), {remainder} + {b}, {remainder})"
         return _typed(ctx, node, ctx.cast(moved, dtype, compute))
     remainder = ctx.assign(f"{a} - ({a} // {b}) * {b}", "remainder")
@@ -464,7 +478,7 @@ def _pow(ctx: Any, node: Node) -> str:
         root = f"tl.sqrt_rn({x})" if compute == torch.float32 else f"tl.sqrt({x})"
         return _typed(ctx, node, ctx.cast(root, dtype, compute))
     if constant is not None and float(constant) == -1.0:
-        return _typed(ctx, node, ctx.cast(f"(1.0 / {x})", dtype, compute))
+        return _typed(ctx, node, ctx.cast(_divide(ctx, "1.0", x, compute), dtype, compute))
     y = ctx.operand(exponent, compute)
     if constant is None:
         y = ctx.assign(y, "exponent")

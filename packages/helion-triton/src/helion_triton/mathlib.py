@@ -24,6 +24,7 @@ LIBDEVICE = {
     "erfinv": "erfinv",
     "pow": "pow",
     "round": "nearbyint",
+    "fmod": "fmod",
 }
 
 # name -> (helpers it calls, source of `_helion_<name>`)
@@ -185,6 +186,15 @@ def _helion_pow(a, b):
     r = tl.where(a < 0, negative, r)
     r = tl.where(b == 0, 1.0, r)
     return tl.where(a == 1.0, 1.0, r)
+""",
+    ),
+    "fmod": (
+        (),
+        """
+@triton.jit
+def _helion_fmod(a, b):
+    # the interpreter's `%` on floats is numpy's fmod: exact, the dividend's sign
+    return a % b
 """,
     ),
     "round": (
