@@ -587,3 +587,260 @@ def test_round_decimals_of_an_integer_is_refused():
             torch.arange(10, dtype=torch.int32)
         )
     assert "torch.round(x[tile], decimals=1)" in str(info.value)
+
+
+# -- placement arguments of creation ops (torch.rand & co. included) ------------------------------
+# a new device value is dense, on the kernel's device and without autograd history: arguments
+# that say so are honoured, any other value is refused like an unhandled argument
+
+
+def rand_plain(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.rand([tile])
+    return out
+
+
+# each *_placed kernel calls at the site of its *_plain one (a random op's stream depends on the
+# line of the call in the kernel and its column)
+def rand_placed(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.rand(
+            [tile], device=x.device, layout=torch.strided, pin_memory=False, requires_grad=False
+        )
+    return out
+
+
+def randn_like_plain(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.randn_like(x[tile])
+    return out
+
+
+def randn_like_placed(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.randn_like(
+            x[tile], device=x.device, layout=torch.strided, requires_grad=False
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    "plain, placed",
+    [(rand_plain, rand_placed), (randn_like_plain, randn_like_placed)],
+    ids=["rand", "randn_like"],
+)
+def test_random_ops_honour_placement_on_the_kernel_device(backend, plain, placed):
+    if backend == "pallas":
+        pytest.skip("the pallas backend has no random numbers")
+    x = torch.randn(37)
+    torch.manual_seed(3)
+    expected = _kernel(plain, backend)(x)
+    torch.manual_seed(3)
+    actual = _kernel(placed, backend)(x)
+    assert actual.device == x.device and torch.equal(actual, expected)
+    if plain is rand_plain:
+        assert actual.min() >= 0 and actual.max() < 1
+
+
+def zeros_placed(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        ones = torch.ones([tile], dtype=x.dtype, device=x.device, pin_memory=False)
+        out[tile] = x[tile] * ones + torch.zeros_like(x[tile], device=str(x.device))
+    return out
+
+
+def test_creation_ops_honour_the_kernel_device(backend):
+    x = torch.randn(37)
+    torch.testing.assert_close(_kernel(zeros_placed, backend)(x), x * torch.ones_like(x))
+
+
+def rand_other_device(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.rand([tile], device="meta")
+    return out
+
+
+def randn_requires_grad(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.randn([tile], requires_grad=True)
+    return out
+
+
+def rand_pinned(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.rand(tile, pin_memory=True)
+    return out
+
+
+def rand_like_sparse(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.rand_like(x[tile], layout=torch.sparse_coo)
+    return out
+
+
+def randn_like_other_device(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.randn_like(x[tile], device="meta")
+    return out
+
+
+def randn_like_requires_grad(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = torch.randn_like(x[tile], requires_grad=True)
+    return out
+
+
+def zeros_other_device(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + torch.zeros([tile], device="meta")
+    return out
+
+
+def new_full_pinned(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x.new_full([tile], 2.0, pin_memory=True)
+    return out
+
+
+PLACEMENT_REFUSED = [
+    (rand_other_device, "device", 'torch.rand([tile], device="meta")'),
+    (randn_requires_grad, "requires_grad", "torch.randn([tile], requires_grad=True)"),
+    (rand_pinned, "pin_memory", "torch.rand(tile, pin_memory=True)"),
+    (rand_like_sparse, "layout", "torch.rand_like(x[tile], layout=torch.sparse_coo)"),
+    (randn_like_other_device, "device", 'torch.randn_like(x[tile], device="meta")'),
+    (randn_like_requires_grad, "requires_grad", "torch.randn_like(x[tile], requires_grad=True)"),
+    (zeros_other_device, "device", 'torch.zeros([tile], device="meta")'),
+    (new_full_pinned, "pin_memory", "x.new_full([tile], 2.0, pin_memory=True)"),
+]
+
+
+@pytest.mark.parametrize(
+    "fn, argument, line", PLACEMENT_REFUSED, ids=[case[0].__name__ for case in PLACEMENT_REFUSED]
+)
+def test_placement_a_device_value_cannot_have_is_refused(fn, argument, line):
+    with pytest.raises(exc.UnsupportedTorchOp) as info:
+        helion.kernel(fn, backend="ref", autotune_effort="none")(torch.randn(10))
+    message = str(info.value)
+    assert f"`{argument}`" in message, message
+    assert line.split("(")[0].replace("x.", "torch.Tensor.") in message, message
+    assert THIS_FILE in message and line in message, message
+    if argument == "device":  # the device asked for, and the kernel's
+        assert "meta" in message and "cpu" in message, message
+
+
+# -- a TypeError of torch while an op is traced is a helion error with the kernel's line -----------
+
+
+def transpose_str_dim(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :].transpose(0, "1").transpose(0, 1)
+    return out
+
+
+def permute_str_dims(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :].permute("a", "b")
+    return out
+
+
+def ones_of_positional_tiles(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile(x.size()):
+        out[tile_m, tile_n] = x[tile_m, tile_n] + torch.ones(tile_m, tile_n)
+    return out
+
+
+def zeros_with_str_dtype(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile(x.size()):
+        out[tile_m, tile_n] = x[tile_m, tile_n] + torch.zeros([tile_m, tile_n], dtype="float32")
+    return out
+
+
+def _torch_type_error(call: Callable) -> str:
+    """torch's own message for `call` on ordinary tensors."""
+    with pytest.raises(TypeError) as info:
+        call()
+    return str(info.value)
+
+
+# torch's argument parser rejects these calls before any table handler runs: only the tracer
+# sees the TypeError (`type_error_at_call` in helion.frontend.torch_table turns it into this error)
+_AT_THE_CALL = pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="Tracer.trace does not yet pass torch's TypeError to torch_table.type_error_at_call",
+)
+
+TYPE_ERRORS = [
+    pytest.param(
+        transpose_str_dim,
+        "torch.Tensor.transpose",
+        'x[tile, :].transpose(0, "1")',
+        "list indices must be integers",
+        id="transpose_str_dim",
+    ),
+    pytest.param(
+        permute_str_dims,
+        "torch.Tensor.permute",
+        'x[tile, :].permute("a", "b")',
+        "not all arguments converted",
+        id="permute_str_dims",
+    ),
+    pytest.param(
+        ones_of_positional_tiles,
+        "torch.ones",
+        "torch.ones(tile_m, tile_n)",
+        _torch_type_error(lambda: torch.ones(object(), object())),
+        id="ones_of_positional_tiles",
+        marks=_AT_THE_CALL,
+    ),
+    pytest.param(
+        zeros_with_str_dtype,
+        "torch.zeros",
+        'torch.zeros([tile_m, tile_n], dtype="float32")',
+        _torch_type_error(lambda: torch.zeros([2, 3], dtype="float32")),
+        id="zeros_with_str_dtype",
+        marks=_AT_THE_CALL,
+    ),
+]
+
+
+@pytest.mark.parametrize("fn, op, line, torch_message", TYPE_ERRORS)
+def test_type_error_of_torch_names_the_op_and_the_line(fn, op, line, torch_message):
+    with pytest.raises(exc.TorchOpTracingError) as info:
+        helion.kernel(fn, backend="ref", autotune_effort="none")(torch.randn(6, 10))
+    message = str(info.value)
+    assert op in message and torch_message in message, message
+    assert THIS_FILE in message and line in message, message
+    assert isinstance(info.value.__cause__, TypeError)
+
+
+def softmax_of_a_missing_dim(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile, :] = x[tile, :].softmax(dim=5)
+    return out
+
+
+def test_helion_errors_inside_an_op_stay_as_they_are():
+    with pytest.raises(exc.InvalidReductionDim) as info:
+        helion.kernel(softmax_of_a_missing_dim, backend="ref", autotune_effort="none")(
+            torch.randn(6, 10)
+        )
+    assert "x[tile, :].softmax(dim=5)" in str(info.value)
