@@ -167,6 +167,12 @@ class PallasBackend(Backend):
         header = f"# {config!r}\n"
         return PallasCompiledKernel(ir, options, header + source, entry, written)
 
+    def default_launcher(self, kernel: Any, grid: Any, *args: Any, **options: Any) -> None:
+        """``helion.runtime.default_pallas_launcher`` (see ``launcher.launch_pallas``)."""
+        from helion_pallas.launcher import launch_pallas
+
+        launch_pallas(kernel, grid, *args, **options)
+
     # -- the generated code as others see it -------------------------------------------------------
 
     def export_module(

@@ -53,6 +53,9 @@ from helion_pallas.writer import jnp_dtype
 from helion_pallas.writer import literal
 from helion_pallas.writer import tuple_text
 
+#: integer dtypes a float is converted to through int32 (`KernelCodegen.typed`)
+_WRAPPING_INTS = (torch.int8, torch.int16, torch.uint8)
+
 
 def unpack_target(names: Sequence[str]) -> str:
     """The left side of a tuple unpacking: `a,` for one name, `a, b` for more."""
@@ -222,10 +225,18 @@ class KernelCodegen:
         return literal(operand)
 
     def typed(self, operand: Any, dtype: torch.dtype) -> str:
-        """An operand converted to `dtype` (values cast when needed, literals made typed)."""
+        """An operand converted to `dtype` (values cast when needed, literals made typed).
+
+        Floats become int8/int16/uint8 through int32, as in PyTorch (C++ casts, and Triton):
+        the integer part wraps around (300.7 -> 44 as int8, -1.5 -> 255 as uint8) where a
+        direct JAX cast saturates (127, 0)."""
         if isinstance(operand, Value):
             name = self.name_of(operand)
-            return name if operand.dtype == dtype else f"{name}.astype({self.dtype(dtype)})"
+            if operand.dtype == dtype:
+                return name
+            if operand.dtype.is_floating_point and dtype in _WRAPPING_INTS:
+                return f"{name}.astype(jnp.int32).astype({self.dtype(dtype)})"
+            return f"{name}.astype({self.dtype(dtype)})"
         return f"jnp.asarray({self.operand(operand)}, dtype={self.dtype(dtype)})"
 
     def index(self, operand: Any) -> str:

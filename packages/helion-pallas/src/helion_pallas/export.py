@@ -78,6 +78,7 @@ def _torch_launcher(compiled: Any, embedder: Embedder, source: str) -> tuple[str
     """The launcher of the host values (`PallasCompiledKernel.__call__`, written out)."""
     import torch
 
+    from helion_pallas.launcher import XLA_OPTIONS
     from helion_pallas.launcher import to_jax
 
     blocks_before = len(embedder.blocks)
@@ -98,7 +99,7 @@ def _torch_launcher(compiled: Any, embedder: Embedder, source: str) -> tuple[str
         "",
         "# jitted now, under a name of its own: the host code appended to this module takes the",
         "# entry's name",
-        f"{jitted} = jax.jit({entry})",
+        f"{jitted} = jax.jit({entry}, compiler_options={XLA_OPTIONS!r})",
         "",
         "",
         f"def {launcher}(*values):",

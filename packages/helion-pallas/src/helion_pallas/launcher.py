@@ -23,6 +23,11 @@ from helion.ir.core import TensorArg
 from helion_pallas.tunables import PallasOptions
 from helion_pallas.writer import jnp_dtype
 
+#: XLA options of every compiled kernel. XLA by default may skip a rounding to float16/bfloat16
+#: that is followed by a conversion back to float32 ("excess precision"): bf16(1 / x) * 3.3
+#: computed in float32 would then multiply the unrounded reciprocal. PyTorch rounds there.
+XLA_OPTIONS = {"xla_allow_excess_precision": False}
+
 
 def to_jax(tensor: torch.Tensor) -> Any:
     """A JAX view of a torch tensor (a copy only when it is not contiguous)."""
@@ -113,7 +118,9 @@ class PallasCompiledKernel:
         ]
         with jax.enable_x64(True):
             try:
-                self._executable = jax.jit(self.function).lower(*specs).compile()
+                self._executable = (
+                    jax.jit(self.function, compiler_options=XLA_OPTIONS).lower(*specs).compile()
+                )
             except exc.BaseError:
                 raise
             except Exception as error:
@@ -141,4 +148,95 @@ class PallasCompiledKernel:
                 # and torch's copy below must not read the results before JAX wrote them
                 jax.block_until_ready(results)
         for position, result in zip(self._written_positions, results, strict=True):
-            host_values[position].copy_(torch.from_dlpack(result))
+            _copy_back(host_values[position], torch.from_dlpack(result))
+
+
+def _copy_back(tensor: torch.Tensor, result: torch.Tensor) -> None:
+    """Write a kernel's result into the torch tensor it stands for. Torch refuses in-place
+    writes into a tensor made under torch.inference_mode() once outside it: such a tensor is
+    written inside it (as the compiled backends write its memory)."""
+    if tensor.is_inference() and not torch.is_inference_mode_enabled():
+        with torch.inference_mode():
+            tensor.copy_(result)
+    else:
+        tensor.copy_(result)
+
+
+def launch_pallas(
+    pallas_kernel: Any,
+    grid: Any,
+    *args: Any,
+    output_indices: Any = None,
+    interpret: bool | None = None,
+    **pallas_call_options: Any,
+) -> None:
+    """``helion.runtime.default_pallas_launcher``: `pallas_kernel` run by ``pl.pallas_call``
+    over `grid` with one whole-tensor ref per tensor of `args` (other arguments passed as they
+    are), the tensors at `output_indices` (default: all) aliased input/output buffers whose
+    final contents are copied back into the torch tensors."""
+    import jax
+    from jax.experimental import pallas as pl
+
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    if not tensors:
+        raise ValueError("default_pallas_launcher needs at least one torch tensor argument")
+    if output_indices is None:
+        outputs = list(tensors)
+    else:
+        if isinstance(output_indices, int):
+            output_indices = [output_indices]
+        outputs = []
+        for index in output_indices:
+            position = index + len(args) if index < 0 else index
+            if position not in tensors:
+                raise ValueError(
+                    f"default_pallas_launcher: output index {index} is not the position of a "
+                    f"torch tensor in the {len(args)} arguments"
+                )
+            if position not in outputs:
+                outputs.append(position)
+    inputs = [i for i in tensors if i not in outputs]
+    device = args[tensors[0]].device
+    for i in tensors:
+        if args[i].device != device:
+            raise exc.TensorsOnDifferentDevices(
+                f"argument {tensors[0]}", device, f"argument {i}", args[i].device
+            )
+    if interpret is None:
+        interpret = device.type == "cpu"
+    count = len(args)
+
+    def body(*refs: Any) -> None:
+        # pallas_call's order: the input refs (outputs' aliased inputs last), then the outputs
+        by_position = dict(zip(inputs, refs[: len(inputs)], strict=True))
+        by_position.update(zip(outputs, refs[len(inputs) + len(outputs) :], strict=True))
+        pallas_kernel(*(by_position.get(i, args[i]) for i in range(count)))
+
+    out_shape = [
+        jax.ShapeDtypeStruct(tuple(args[i].shape), to_jax_dtype(args[i].dtype)) for i in outputs
+    ]
+    aliases = {len(inputs) + k: k for k in range(len(outputs))}
+    call = pl.pallas_call(
+        body,
+        out_shape=out_shape,
+        grid=tuple(grid) if isinstance(grid, (list, tuple)) else (grid,),
+        input_output_aliases=aliases,
+        interpret=interpret,
+        **pallas_call_options,
+    )
+    on_cuda = device.type == "cuda"
+    if on_cuda:
+        torch.cuda.current_stream(device).synchronize()  # JAX's stream is not torch's
+    with jax.enable_x64(True):
+        arrays = [to_jax(args[i]) for i in inputs + outputs]
+        results = call(*arrays)
+        if on_cuda:
+            jax.block_until_ready(results)
+    for position, result in zip(outputs, results, strict=True):
+        _copy_back(args[position], torch.from_dlpack(result))
+
+
+def to_jax_dtype(dtype: torch.dtype) -> Any:
+    import jax.numpy as jnp
+
+    return getattr(jnp, jnp_dtype(dtype).removeprefix("jnp."))

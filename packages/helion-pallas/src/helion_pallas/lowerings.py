@@ -9,6 +9,7 @@ mask marks out of bounds. Memory ops (load, store, atomic) live in `helion_palla
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 from typing import Any
@@ -20,6 +21,7 @@ import torch
 import helion.language._ops as ops
 from helion import exc
 from helion.ir.core import Node
+from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion_pallas.writer import literal
 from helion_pallas.writer import tuple_text
@@ -73,6 +75,8 @@ def lowering_table() -> dict[ops.Op, Rule]:
 # ---------------------------------------------------------------------------------------------
 # elementwise
 
+_HALF = (torch.float16, torch.bfloat16)
+
 
 def _weak_literal_ok(operand: Any, dtype: torch.dtype) -> bool:
     """Whether a Python scalar can stay an untyped literal next to a `dtype` array (JAX weak
@@ -124,7 +128,6 @@ _UNARY = {
     "cosh": "jnp.cosh({0})",
     "silu": "jax.nn.silu({0})",
     "softplus": "jnp.where({0} > 20, {0}, jnp.log1p(jnp.exp(jnp.minimum({0}, 20))))",
-    "reciprocal": "1 / {0}",
     "neg": "-{0}",
     "abs": "jnp.abs({0})",
     "relu": "jnp.maximum({0}, 0)",
@@ -132,7 +135,6 @@ _UNARY = {
     "ceil": "jnp.ceil({0})",
     "round": "jnp.round({0})",
     "trunc": "jnp.trunc({0})",
-    "sign": "jnp.sign({0})",
     "bitwise_not": "~{0}",
     "logical_not": "jnp.logical_not({0})",
     "isnan": "jnp.isnan({0})",
@@ -159,6 +161,18 @@ def _unary_rule(name: str) -> Rule:
             return text
         if name == "relu" and out == torch.bool:
             return text
+        if name == "relu" and out.is_floating_point:
+            # keeps NaN (also on the GPU, whose maxnumf drops it) and -0.0, as PyTorch does
+            value = _bind(ctx, text, "x")
+            return f"jnp.where({value} < 0, 0, {value})"
+        if gpu_numerics(ctx) and out.is_floating_point:
+            if name == "round":
+                return round_half_even(ctx, text)
+            if name == "neg":
+                return f"{_paren(text)} * -1"  # `0 - x` there: -(0.0) would be +0.0
+            if name == "softplus":
+                value = _bind(ctx, text, "x")
+                return f"jnp.where(jnp.isnan({value}), {value}, {template.format(value)})"
         return template.format(text)
 
     return rule
@@ -166,6 +180,25 @@ def _unary_rule(name: str) -> Rule:
 
 for _name in _UNARY:
     pallas_lowering(ops.UNARY[_name])(_unary_rule(_name))
+
+
+@pallas_lowering(ops.UNARY["sign"])
+def _sign(ctx: KernelCodegen, node: Node) -> str:
+    """PyTorch's sign: `(0 < x) - (x < 0)`, so sign(nan) and sign(-0.0) are 0.0 (`jnp.sign`
+    keeps the NaN and the zero's sign)."""
+    out = node.output.dtype
+    text = ctx.typed(node.inputs[0], out)
+    if out == torch.bool:
+        return text
+    if not out.is_floating_point:
+        return f"jnp.sign({text})"
+    value, dtype = _paren(text), ctx.dtype(out)
+    return f"({value} > 0).astype({dtype}) - ({value} < 0).astype({dtype})"
+
+
+@pallas_lowering(ops.UNARY["reciprocal"])
+def _reciprocal(ctx: KernelCodegen, node: Node) -> str:
+    return _quotient(ctx, node, 1, node.inputs[0], node.output.dtype)
 
 
 @pallas_lowering(ops.UNARY["gelu"])
@@ -254,8 +287,234 @@ def _closes_at_end(text: str, start: int) -> bool:
     return False
 
 
+_GENERIC_BINARY = {_name: _binary_rule(_name) for _name in _BINARY}
 for _name in _BINARY:
-    pallas_lowering(ops.BINARY[_name])(_binary_rule(_name))
+    if _name not in ("mul", "truediv", "floordiv", "maximum", "minimum"):
+        pallas_lowering(ops.BINARY[_name])(_GENERIC_BINARY[_name])
+
+
+# -- Pallas' Triton lowering (GPU) -------------------------------------------------------------
+#
+# It has no `round` primitive (which `jnp.round` and float `jnp.floor_divide` use), lowers
+# `jnp.maximum`/`jnp.minimum` of floats to maxnumf/minnumf (which drop NaN; PyTorch keeps it)
+# and `-x` to `0 - x` (+0.0 for x = 0.0). These rules avoid each on that target.
+
+
+def gpu_numerics(ctx: KernelCodegen) -> bool:
+    """Whether the kernel goes through Pallas' Triton lowering."""
+    return ctx.options.target == "gpu"
+
+
+def _bind(ctx: KernelCodegen, text: str, hint: str) -> str:
+    """`text` as a name (emitted to a fresh one unless it is one or a literal)."""
+    if _ATOM.fullmatch(text):
+        return text
+    name = ctx.fresh(hint)
+    ctx.emit(f"{name} = {text}")
+    return name
+
+
+def round_half_even(ctx: KernelCodegen, text: str) -> str:
+    """`torch.round` of a float from floor and comparisons (exact: `x - floor(x)` is exact
+    where it decides anything). A zero result takes x's sign (round(-0.3) is -0.0); inf and
+    NaN pass through."""
+    x = _bind(ctx, text, "x")
+    low, fraction = ctx.fresh("low"), ctx.fresh("fraction")
+    ctx.emit(f"{low} = jnp.floor({x})")
+    ctx.emit(f"{fraction} = {x} - {low}")
+    odd = f"jnp.floor({low} * 0.5) * 2 != {low}"
+    up = f"({fraction} > 0.5) | (({fraction} == 0.5) & ({odd}))"
+    rounded = ctx.fresh("rounded")
+    ctx.emit(f"{rounded} = jnp.where({up}, {low} + 1, {low})")
+    return f"jnp.where({rounded} == 0, {x} * 0, {rounded})"
+
+
+def _may_be_nan(operand: Any) -> bool:
+    if isinstance(operand, Value):
+        return True
+    return isinstance(operand, float) and math.isnan(operand)
+
+
+def extremum(ctx: KernelCodegen, function: str, operands: list[Any], texts: list[str]) -> str:
+    """`function` (jnp.maximum or jnp.minimum) of two float operands; on the GPU NaN where
+    either is NaN (`a + b` is then NaN)."""
+    if not gpu_numerics(ctx) or not any(_may_be_nan(x) for x in operands):
+        return f"{function}({texts[0]}, {texts[1]})"
+    a, b = (_bind(ctx, text, "operand") for text in texts)
+    nan = " | ".join(
+        f"jnp.isnan({text})" for x, text in zip(operands, (a, b), strict=True) if _may_be_nan(x)
+    )
+    return f"jnp.where({nan}, {_paren(a)} + {_paren(b)}, {function}({a}, {b}))"
+
+
+def _extremum_rule(name: str) -> Rule:
+    def rule(ctx: KernelCodegen, node: Node) -> str:
+        out = node.output.dtype
+        if not out.is_floating_point or not gpu_numerics(ctx):
+            return _GENERIC_BINARY[name](ctx, node)
+        inputs = list(node.inputs)
+        texts = compute_operands(ctx, inputs, out)
+        text = extremum(ctx, f"jnp.{name}", inputs, texts)
+        if not any(isinstance(x, Value) for x in inputs):
+            text = f"jnp.asarray({text}, dtype={ctx.dtype(out)})"
+        return text
+
+    return rule
+
+
+for _name in ("maximum", "minimum"):
+    pallas_lowering(ops.BINARY[_name])(_extremum_rule(_name))
+
+
+def floor_divide(ctx: KernelCodegen, a: str, b: str, out: torch.dtype) -> str:
+    """`a // b` (`a`, `b`: operands typed for the computation, `out` its dtype). Floats follow
+    PyTorch's div_floor_floating, without `round` (the GPU has none) and with a zero quotient
+    signed as `a / b` (jnp.floor_divide's takes b's sign)."""
+    if ctx.options.target == "tpu" or not out.is_floating_point:
+        return f"jnp.floor_divide({a}, {b})"
+    a, b = _bind(ctx, a, "dividend"), _bind(ctx, b, "divisor")
+    mod, div, low = ctx.fresh("mod"), ctx.fresh("div"), ctx.fresh("low")
+    ctx.emit(f"{mod} = jnp.fmod({a}, {b})")
+    ctx.emit(f"{div} = ({a} - {mod}) / {_paren(b)}")
+    ctx.emit(f"{div} = jnp.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})")
+    ctx.emit(f"{low} = jnp.floor({div})")
+    floor = f"jnp.where({div} - {low} > 0.5, {low} + 1, {low})"
+    quotient = f"{_paren(a)} / {_paren(b)}"
+    zero = f"({quotient}) * 0"  # copysign(0, a / b)
+    return f"jnp.where({b} == 0, {quotient}, jnp.where({div} == 0, {zero}, {floor}))"
+
+
+# -- float16/bfloat16 ops with a scalar operand, and divisions ---------------------------------
+#
+# PyTorch (CPU) reads a Python number (or a 0-D tensor of another dtype) that multiplies or
+# divides a float16/bfloat16 tensor at float32, computes in float32 and rounds once: bf16 x * 1.003
+# is not x * bf16(1.003) = x * 1.0. `+`, `-`, `**`, `%`, comparisons and `where` round the number
+# to the tensor's dtype first, which is what JAX's weak typing does, so those keep the generic
+# rule. `number / x` is `x.reciprocal() * number` in PyTorch (Tensor.__rtruediv__), at any dtype.
+
+
+def _host_scalar(ctx: KernelCodegen, operand: Any) -> bool:
+    """Whether `operand` is a Python number in eager PyTorch: a literal, a size, or a 0-D value
+    computed from the kernel's scalar arguments and literals alone."""
+    if not isinstance(operand, Value):
+        return isinstance(operand, (int, float, sympy.Expr))
+    if not isinstance(operand.type, TensorType) or operand.type.ndim != 0:
+        return False
+    if any(arg.value is operand for arg in ctx.ir.scalar_args):
+        return True
+    producer = operand.producer
+    if producer is None or not producer.op.elementwise:
+        return False
+    return all(_host_scalar(ctx, x) for x in producer.inputs if isinstance(x, Value))
+
+
+def _read_at_float32(ctx: KernelCodegen, operand: Any, out: torch.dtype) -> bool:
+    """Whether PyTorch reads `operand`, the second operand of a float16/bfloat16 `*`, `/` or
+    `//`, at float32 rather than rounded to `out` (`iter.original_scalar_value<opmath_t>`)."""
+    if out not in _HALF:
+        return False
+    if _host_scalar(ctx, operand):
+        return True
+    return (
+        isinstance(operand, Value)
+        and isinstance(operand.type, TensorType)
+        and operand.type.ndim == 0
+        and operand.dtype != out
+    )
+
+
+def divide(ctx: KernelCodegen, node: Node, a: str, b: str) -> str:
+    """`a / b` correctly rounded (`a`, `b`: typed operands of `node`).
+
+    XLA rewrites divisions: by a constant or a broadcast value into a multiply by the
+    reciprocal, `a / sqrt(b)` into `a * rsqrt(b)`, `(a / b) / c` into `a / (b * c)` — each up to
+    an ulp off, which `round(x, decimals=)` and friends show. In interpret mode both operands
+    go through an optimization barrier at the result's shape, so XLA sees nothing to rewrite.
+    Pallas' Triton lowering has no barrier: there the division is the GPU's."""
+    if not ctx.options.interpret:
+        return f"{_paren(a)} / {_paren(b)}"
+    shape = ctx.shape_text(node.output.shape)
+    numerator, denominator = ctx.fresh("numerator"), ctx.fresh("denominator")
+    ctx.emit(
+        f"{numerator}, {denominator} = jax.lax.optimization_barrier("
+        f"(jnp.broadcast_to({a}, {shape}), jnp.broadcast_to({b}, {shape})))"
+    )
+    return f"{numerator} / {denominator}"
+
+
+def _rounded_to(ctx: KernelCodegen, text: str, out: torch.dtype) -> str:
+    """A float32 result rounded once to `out`."""
+    return f"({text}).astype({ctx.dtype(out)})"
+
+
+def _float32_operand(ctx: KernelCodegen, operand: Any, out: torch.dtype, unrounded: bool) -> str:
+    """An operand of a float16/bfloat16 op computed in float32: the number itself when PyTorch
+    reads it unrounded, else its value rounded to `out` (as PyTorch's common dtype makes it)."""
+    exact = (
+        operand.dtype == out
+        if isinstance(operand, Value)
+        else type(operand) is int and abs(operand) <= 256
+    )
+    if unrounded or exact:
+        return ctx.typed(operand, torch.float32)
+    return f"{ctx.typed(operand, out)}.astype(jnp.float32)"
+
+
+@pallas_lowering(ops.BINARY["mul"])
+def _mul(ctx: KernelCodegen, node: Node) -> str:
+    a, b = node.inputs
+    out = node.output.dtype
+    if out in _HALF and _host_scalar(ctx, a):
+        a, b = b, a  # `number * x` is `x * number` (Tensor.__rmul__)
+    if not _read_at_float32(ctx, b, out):
+        return _GENERIC_BINARY["mul"](ctx, node)
+    x = _float32_operand(ctx, a, out, unrounded=False)
+    y = _float32_operand(ctx, b, out, unrounded=True)
+    return _rounded_to(ctx, f"{_paren(x)} * {_paren(y)}", out)
+
+
+@pallas_lowering(ops.BINARY["truediv"])
+def _truediv(ctx: KernelCodegen, node: Node) -> str:
+    a, b = node.inputs
+    out = node.output.dtype
+    if not out.is_floating_point:
+        return _GENERIC_BINARY["truediv"](ctx, node)
+    if isinstance(b, Value) and _host_scalar(ctx, a) and not _host_scalar(ctx, b):
+        # `number / x` is `x.reciprocal() * number` (Tensor.__rtruediv__)
+        reciprocal = ctx.fresh("reciprocal")
+        ctx.emit(f"{reciprocal} = {_quotient(ctx, node, 1, b, out)}{ctx.origin(node)}")
+        if out in _HALF:
+            product = f"{reciprocal}.astype(jnp.float32) * {ctx.typed(a, torch.float32)}"
+            return _rounded_to(ctx, product, out)
+        return f"{reciprocal} * {_paren(ctx.typed(a, out))}"
+    return _quotient(ctx, node, a, b, out)
+
+
+def _quotient(ctx: KernelCodegen, node: Node, a: Any, b: Any, out: torch.dtype) -> str:
+    """`a / b` as PyTorch computes it for a result of dtype `out`: float16/bfloat16 in float32,
+    rounded once (also the only way Pallas' Triton lowering divides them)."""
+    if out not in _HALF:
+        return divide(ctx, node, ctx.typed(a, out), ctx.typed(b, out))
+    x = _float32_operand(ctx, a, out, unrounded=False)
+    y = _float32_operand(ctx, b, out, unrounded=_read_at_float32(ctx, b, out))
+    return _rounded_to(ctx, divide(ctx, node, x, y), out)
+
+
+@pallas_lowering(ops.BINARY["floordiv"])
+def _floordiv(ctx: KernelCodegen, node: Node) -> str:
+    a, b = node.inputs
+    out = node.output.dtype
+    if not _read_at_float32(ctx, b, out):
+        if ctx.options.target == "tpu" or not out.is_floating_point:
+            return _GENERIC_BINARY["floordiv"](ctx, node)
+        x, y = compute_operands(ctx, [a, b], out)
+        text = floor_divide(ctx, x, y, out)
+        if not any(isinstance(v, Value) for v in (a, b)):
+            text = f"jnp.asarray({text}, dtype={ctx.dtype(out)})"
+        return text
+    x = _float32_operand(ctx, a, out, unrounded=False)
+    y = _float32_operand(ctx, b, out, unrounded=True)
+    return _rounded_to(ctx, floor_divide(ctx, x, y, torch.float32), out)
 
 
 @pallas_lowering(ops.where)
@@ -282,10 +541,19 @@ def _clamp(ctx: KernelCodegen, node: Node) -> str:
     x, low, high = [*node.inputs, None, None][:3]
     dtype = node.output.dtype
     text = ctx.typed(x, dtype)
+    floating = dtype.is_floating_point
     if low is not None:
-        text = f"jnp.maximum({text}, {compute_operands(ctx, [x, low], dtype)[1]})"
+        bound = compute_operands(ctx, [x, low], dtype)[1]
+        if floating:
+            text = extremum(ctx, "jnp.maximum", [x, low], [text, bound])
+        else:
+            text = f"jnp.maximum({text}, {bound})"
     if high is not None:
-        text = f"jnp.minimum({text}, {compute_operands(ctx, [x, high], dtype)[1]})"
+        bound = compute_operands(ctx, [x, high], dtype)[1]
+        if floating:
+            text = extremum(ctx, "jnp.minimum", [x, high], [text, bound])
+        else:
+            text = f"jnp.minimum({text}, {bound})"
     return text
 
 
@@ -325,7 +593,6 @@ _REDUCE_FUNCTIONS = {
     "argmax": "jnp.argmax",
     "argmin": "jnp.argmin",
 }
-_HALF = (torch.float16, torch.bfloat16)
 
 
 def _reduce_rule(kind: str) -> Rule:
@@ -346,7 +613,12 @@ def _reduce_rule(kind: str) -> Rule:
         text = ctx.typed(x, compute)
         if not (kind == "sum" and ctx.is_zero_padded(x)):
             text = _masked_along(ctx, x, text, axis, neutral(kind, compute))
-        result = f"{function}({text}, axis={axis}, keepdims={keepdims})"
+        if compute.is_floating_point and kind in ("amax", "amin", "argmax", "argmin"):
+            result = _nan_propagating(ctx, kind, function, text, axis, keepdims)
+        elif kind in ("argmax", "argmin") and not ctx.options.interpret:
+            result = _int32_arg_reduce(kind, text, axis, keepdims)
+        else:
+            result = f"{function}({text}, axis={axis}, keepdims={keepdims})"
         if compute != out or kind in ("argmax", "argmin"):
             result = f"{result}.astype({ctx.dtype(out)})"
         return result
@@ -356,6 +628,39 @@ def _reduce_rule(kind: str) -> Rule:
 
 for _kind in _REDUCE_FUNCTIONS:
     pallas_lowering(ops.REDUCTIONS[_kind])(_reduce_rule(_kind))
+
+
+def _nan_propagating(
+    ctx: KernelCodegen, kind: str, function: str, text: str, axis: int, keepdims: bool
+) -> str:
+    """A max/min reduction of floats that gives NaN where PyTorch does (`amax`/`amin`: NaN
+    when the reduced lanes hold one; `argmax`/`argmin`: the index of the first NaN).
+
+    XLA on CPU drops NaNs from `jnp.max`/`jnp.min` of larger blocks (4096 elements and more
+    with jax 0.10: a (2, 2048) block loses them), and Pallas' Triton lowering
+    reduces with `maxnumf`/`minnumf`, which ignore NaNs, also in its argmax/argmin combiners.
+    `jnp.argmax`/`jnp.argmin` are right in interpret mode, so they are left alone there. The
+    NaN test is a max over int32 (Pallas' Triton lowering has no `any` reduction)."""
+    dims = f"axis={axis}, keepdims={keepdims}"
+    if kind in ("argmax", "argmin") and ctx.options.interpret:
+        return f"{function}({text}, {dims})"
+    values = ctx.fresh("reduced")
+    ctx.emit(f"{values} = {text}")
+    is_nan = ctx.fresh("is_nan")
+    ctx.emit(f"{is_nan} = jnp.isnan({values}).astype(jnp.int32)")
+    has_nan = f"jnp.max({is_nan}, {dims}) > 0"
+    if kind in ("amax", "amin"):
+        return f"jnp.where({has_nan}, jnp.nan, {function}({values}, {dims}))"
+    first_nan = _int32_arg_reduce("argmax", is_nan, axis, keepdims)
+    return f"jnp.where({has_nan}, {first_nan}, {_int32_arg_reduce(kind, values, axis, keepdims)})"
+
+
+def _int32_arg_reduce(kind: str, text: str, axis: int, keepdims: bool) -> str:
+    """`jax.lax.argmax`/`argmin` with int32 indices: Pallas' Triton lowering takes no other
+    (`jnp.argmax` gives int64 ones under `jax.enable_x64`)."""
+    result = f"jax.lax.{kind}({text}, {axis}, jnp.int32)"
+    return f"jnp.expand_dims({result}, {axis})" if keepdims else result
+
 
 _SCAN_FUNCTIONS = {
     "cumsum": "jax.lax.cumsum",
