@@ -105,6 +105,12 @@ class CuteBackend(Backend):
 
         return CuteCompiledKernel(ir, config)
 
+    def default_launcher(self, kernel: Any, grid: Any, *args: Any, **options: Any) -> Any:
+        """``helion.runtime.default_cute_launcher`` (see ``runtime.launch_cute``)."""
+        from helion_cute.runtime import launch_cute
+
+        return launch_cute(kernel, grid, *args, **options)
+
     def benchmark(
         self,
         fn: Callable[[], object],

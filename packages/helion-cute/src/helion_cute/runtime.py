@@ -275,3 +275,36 @@ class CuteCompiledKernel:
         stream = torch.cuda.current_stream(tensors[0].device if tensors else None)
         args.append(d.driver.CUstream(stream.cuda_stream))
         fn(*args)
+
+
+def launch_cute(cute_fn: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
+    """``helion.runtime.default_cute_launcher``: call a CuTe DSL host function as
+    `CuteCompiledKernel` calls the generated one: torch tensors as global-memory pointers of
+    their dtype (16-byte alignment assumed where the address has it), other arguments as
+    given, and the CUDA stream last (`stream`: a torch stream, a ``CUstream``, or None for
+    torch's current stream). `grid` is unused: a CuTe host function launches its kernels
+    with grids of its own."""
+    tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    for position, tensor in tensors:
+        if tensor.device.type != "cuda":
+            raise exc.CuteBackendUnavailable(
+                f"launching a CuTe function needs CUDA tensors, but argument {position} is on "
+                f"{tensor.device}",
+                hint="CuTe kernels run on NVIDIA GPUs only; move the tensors with .cuda().",
+            )
+    if not tensors and not torch.cuda.is_available():
+        raise exc.CuteBackendUnavailable("launching a CuTe function needs CUDA")
+    d = dsl()
+    gmem = d.cute.AddressSpace.gmem
+    converted: list[Any] = []
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            aligned = arg.data_ptr() % ALIGNMENT == 0
+            align = ALIGNMENT if aligned else max(1, arg.dtype.itemsize)
+            arg = d.make_ptr(_pointee(d, arg.dtype), arg.data_ptr(), gmem, assumed_align=align)
+        converted.append(arg)
+    if stream is None:
+        stream = torch.cuda.current_stream(tensors[0][1].device if tensors else None)
+    if isinstance(stream, torch.cuda.Stream):
+        stream = d.driver.CUstream(stream.cuda_stream)
+    return cute_fn(*converted, stream, **kwargs)

@@ -165,6 +165,13 @@ class TritonBackend(Backend):
 
         return export_module(compiled)
 
+    def default_launcher(self, kernel: Any, grid: Any, *args: Any, **options: Any) -> Any:
+        """``helion.runtime.default_launcher``: a ``@triton.jit`` function launched as the
+        backend launches its own (interpreted on CPU tensors, see ``launcher.launch_jit``)."""
+        from helion_triton.launcher import launch_jit
+
+        return launch_jit(kernel, grid, *args, **options)
+
     def cached_path(self, compiled: Any) -> str | None:
         """The generated module's file in the module cache (``launcher.cache_dir``)."""
         path = getattr(getattr(compiled, "module", None), "__file__", None)

@@ -109,6 +109,40 @@ def literal(value: Any) -> str:
     raise TypeError(f"no Triton literal for {value!r}")
 
 
+_HALF_FLOATS = (torch.float16, torch.bfloat16)
+
+
+def constant_as(value: Any, dtype: torch.dtype) -> Any:
+    """A Python number as a tensor of ``dtype`` holds it, torch's conversion: a bool for bool;
+    an int wrapped into an integer dtype's range (two's complement: torch computes int8
+    ``x ^ 0xFF`` with -1, and Triton refuses a constant out of its tensor's range); a float
+    rounded to nearest in float16 / bfloat16 / float8 (through float32, as a Python float
+    reaches such a tensor in torch; Triton's interpreter truncates to bfloat16). Other values
+    are returned as they are."""
+    if dtype == torch.bool:
+        return bool(value)
+    if isinstance(value, sympy.Integer):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if not dtype.is_floating_point:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and dtype in TL_DTYPES:
+            info = torch.iinfo(dtype)
+            value &= (1 << info.bits) - 1
+            if info.min < 0 and value >> (info.bits - 1):
+                value -= 1 << info.bits
+        return value
+    if dtype in _HALF_FLOATS or dtype in fp8.FP8:
+        try:
+            rounded = torch.tensor(float(value), dtype=torch.float32).to(dtype).item()
+        except OverflowError:  # an int beyond float64
+            return float("inf") if value > 0 else float("-inf")
+        return value if rounded == value else rounded  # an int the dtype holds stays an int
+    return value
+
+
 def _identifier(text: str) -> str:
     name = re.sub(r"\W", "_", text) or "v"
     if name[0].isdigit():
@@ -487,6 +521,10 @@ class KernelCodegen:
         if frm == to:
             return expr
         if to == torch.bool:
+            if frm in fp8.FP8 or (frm == torch.bfloat16 and self.target.interpret):
+                # on the value, not the bits: -0.0 is False (the interpreter holds bf16 and
+                # fp8 values as their raw bits)
+                expr = self.cast(expr, torch.float32, frm)
             return f"({expr} != 0)"
         if self.target.interpret and (to in fp8.FP8 or frm in fp8.FP8):
             return fp8.interpreted_cast(self, expr, to, frm) or f"{atom(expr)}.to({self.tl(to)})"
@@ -505,18 +543,16 @@ class KernelCodegen:
             return "None"
         if isinstance(operand, sympy.Expr) and not operand.is_Integer:
             return self.symbol_value(operand)
-        if dtype == torch.bool:
-            return literal(bool(operand))
-        if not dtype.is_floating_point and isinstance(operand, float) and operand.is_integer():
-            return literal(int(operand))
-        return literal(operand)
+        value = constant_as(operand, dtype)
+        if dtype in fp8.FP8 and isinstance(value, (int, float)):
+            # a number does not convert to fp8 implicitly (the interpreter's conversion is wrong)
+            return self.cast(
+                f"tl.full([], {literal(float(value))}, tl.float32)", dtype, torch.float32
+            )
+        return literal(value)
 
     def typed_constant(self, value: Any, dtype: torch.dtype) -> str:
-        if dtype == torch.bool:
-            value = bool(value)
-        elif not dtype.is_floating_point and isinstance(value, float) and value.is_integer():
-            value = int(value)
-        return f"tl.full([], {literal(value)}, {self.tl(dtype)})"
+        return f"tl.full([], {literal(constant_as(value, dtype))}, {self.tl(dtype)})"
 
     def extent(self, dim: Any) -> int:
         """The Triton extent (a power of two) of a shape entry."""

@@ -237,6 +237,77 @@ def _import_lazy_triton_modules() -> None:
         import triton.experimental.gluon  # noqa: F401
 
 
+# -- kernels written by hand (helion.runtime.default_launcher) -----------------------------------------
+
+_interpreted_jit: dict[int, tuple[Any, Any]] = {}  # id(JIT function) -> (it, its interpreted twin)
+
+
+def launch_jit(
+    triton_kernel: Any,
+    grid: Any,
+    *args: Any,
+    num_warps: int,
+    num_stages: int,
+    launch_cooperative_grid: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``triton_kernel[grid](*args, num_warps=..., num_stages=..., **kwargs)``; on CPU tensors
+    through the interpreter, as the backend runs its own kernels there (no
+    ``TRITON_INTERPRET=1`` needed)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    options: dict[str, Any] = {"num_warps": num_warps, "num_stages": num_stages, **kwargs}
+    if launch_cooperative_grid:
+        options["launch_cooperative_grid"] = True
+    devices = {a.device.type for a in args if isinstance(a, torch.Tensor)}
+    devices |= {a.device.type for a in kwargs.values() if isinstance(a, torch.Tensor)}
+    if "cpu" not in devices:
+        return triton_kernel[grid](*args, **options)
+    if isinstance(triton_kernel, JITFunction):
+        triton_kernel = interpreted_twin(triton_kernel)
+    elif not isinstance(triton_kernel, InterpretedFunction):
+        raise exc.InvalidAPIUsage(
+            f"helion.runtime.default_launcher launches @triton.jit functions, got "
+            f"{type(triton_kernel).__name__}"
+        )
+    if language_is_interpreted():
+        return triton_kernel[grid](*args, **options)
+    with interpreted_language(), numpy.errstate(all="ignore"):
+        return triton_kernel[grid](*args, **options)
+
+
+def interpreted_twin(jit_function: Any) -> Any:
+    """An interpreted copy of a user's ``@triton.jit`` function whose own ``@triton.jit``
+    callees (found through its globals, transitively) are interpreted too: what
+    ``TRITON_INTERPRET=1`` at import would have made of them. The copies read a copy of the
+    function's globals, so the user's module is left as it is; ``triton.language``'s functions
+    are swapped by `interpreted_language` while a kernel runs."""
+    import types
+
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    with _modules_lock:
+        known = _interpreted_jit.get(id(jit_function))
+        if known is not None and known[0] is jit_function:
+            return known[1]
+        fn = jit_function.fn
+        scope = dict(fn.__globals__)
+        twin_fn = types.FunctionType(
+            fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__
+        )
+        twin_fn.__qualname__, twin_fn.__module__ = fn.__qualname__, fn.__module__
+        twin = InterpretedFunction(twin_fn)
+        _interpreted_jit[id(jit_function)] = (jit_function, twin)  # before the callees: cycles
+    for name, value in fn.__globals__.items():
+        if isinstance(value, JITFunction) and not (
+            getattr(value.fn, "__module__", "") or ""
+        ).startswith("triton."):
+            scope[name] = interpreted_twin(value)
+    return twin
+
+
 # -- compiled kernels -----------------------------------------------------------------------------------
 
 _allocator_set = False

@@ -22,8 +22,12 @@ import torch
 
 from helion import plugins
 from helion.ir.core import Node
+from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion_triton import fp8
+from helion_triton.codegen import constant_as
+from helion_triton.codegen import literal
 
 Rule = Callable[[Any, Node], Any]
 TRITON_LOWERINGS: dict[ops.Op, Rule] = {}
@@ -275,9 +279,9 @@ def _logical_not(ctx: Any, node: Node) -> str:
 def _float_input(ctx: Any, node: Node) -> tuple[str, torch.dtype | None]:
     value = node.inputs[0]
     dtype = ctx.dtype_of(value)
-    if dtype in (torch.bfloat16, torch.float16):
-        # checked in float32 (exact): Triton's interpreter holds bf16 as raw uint16 bits, on
-        # which x != x is never true
+    if dtype in (torch.bfloat16, torch.float16) or dtype in fp8.FP8:
+        # checked in float32 (exact): Triton's interpreter holds bf16 (and fp8) as raw bits,
+        # on which x != x is never true
         return ctx.cast(ctx.expr(value), torch.float32, dtype), torch.float32
     return ctx.expr(value), dtype
 
@@ -359,10 +363,41 @@ def _typed(ctx: Any, node: Node, expr: str) -> str:
     return expr
 
 
+def _scalar_in_float32(ctx: Any, node: Node, dtype: torch.dtype) -> bool:
+    """Whether a float16 / bfloat16 add, sub or mul takes a scalar torch keeps in float32.
+
+    Torch computes these ops in float32 and rounds once; a Python number (or a CPU 0-D tensor)
+    operand enters as a float32 scalar, not rounded to the tensor's dtype first (CUDA's
+    ``opmath_*_gpu_kernel_with_scalars``, CPU's ``mul`` / ``div``): bf16 ``x * 1.003`` is not
+    ``x * 1.0``. Such an operand here is a constant that the 16-bit dtype does not hold
+    exactly, a runtime scalar argument, or a constant 0-D tensor; tensor operands are rounded
+    to the dtype as torch rounds them, and then the op in the dtype is exact."""
+    if dtype not in LOW_PRECISION:
+        return False
+    for operand in node.inputs:
+        if isinstance(operand, Value):
+            if not isinstance(operand.type, TensorType) or operand.type.shape:
+                continue
+            if operand.type.dtype == dtype:
+                continue
+            producer = getattr(operand, "producer", None)
+            if operand.id in ctx.scalar_by_value or (
+                producer is not None and producer.op is ops.constant
+            ):
+                return True
+        elif isinstance(operand, (int, float)) and not isinstance(operand, bool):
+            rounded = constant_as(operand, dtype)
+            if rounded != operand and not (rounded != rounded and operand != operand):
+                return True
+    return False
+
+
 def _operator_rule(symbol: str) -> Rule:
     def rule(ctx: Any, node: Node) -> str:
         dtype = node.output.dtype
         compute = interpreted_float(ctx, dtype, node)
+        if compute != torch.float32 and _scalar_in_float32(ctx, node, dtype):
+            compute = torch.float32
         a, b = _binary_operands(ctx, node, compute)
         if dtype == torch.bool and symbol in ("+", "*"):
             return _typed(ctx, node, f"({a} {'|' if symbol == '+' else '&'} {b})")
@@ -377,11 +412,24 @@ for _name, _symbol in _OPERATORS.items():
 
 def _comparison_rule(symbol: str) -> Rule:
     def rule(ctx: Any, node: Node) -> str:
-        dtype = interpreted_float(ctx, ops.promote_types(*node.inputs), node)
-        a, b = _binary_operands(ctx, node, dtype)
+        # torch compares in the operands' common dtype: a Python number or a float32 scalar
+        # is rounded to a bf16 tensor's dtype first (bf16 x == 0.1 holds for x = bf16(0.1))
+        common = ops.promote_types(*node.inputs)
+        # fp8 compares as float32 (exact): not its bits, where -0.0 != 0.0 and NaN == NaN
+        dtype = torch.float32 if common in fp8.FP8 else interpreted_float(ctx, common, node)
+        a, b = (_in_common_dtype(ctx, operand, common, dtype) for operand in node.inputs[:2])
         return _typed(ctx, node, f"({a} {symbol} {b})")
 
     return rule
+
+
+def _in_common_dtype(ctx: Any, operand: Any, common: torch.dtype, compute: torch.dtype) -> str:
+    """``operand`` converted to ``common`` (as torch converts it), then to ``compute``."""
+    if not isinstance(operand, Value):
+        if common in fp8.FP8:
+            return literal(constant_as(operand, common))  # rounded to fp8, exact in float32
+        return ctx.operand(operand, common)  # a literal that ``compute`` holds exactly
+    return ctx.cast(ctx.operand(operand, common), compute, common)
 
 
 for _name, _symbol in _COMPARISONS.items():
@@ -465,7 +513,11 @@ def _pow(ctx: Any, node: Node) -> str:
     base, exponent = node.inputs[:2]
     constant = exponent if not isinstance(exponent, Value) else None
     compute = compute_float(dtype) if dtype.is_floating_point else dtype
-    x = ctx.assign(ctx.operand(base, compute), "base")
+    if isinstance(base, Value):
+        x = ctx.assign(ctx.operand(base, compute), "base")
+    else:
+        # a number base (`2 ** y`): a typed value, which pow's math takes (not a Python int)
+        x = ctx.assign(ctx.typed_constant(base, compute), "base")
     if constant is not None and float(constant).is_integer() and 0 <= float(constant) <= 8:
         power = int(constant)
         result = " * ".join([x] * power) if power else f"tl.full([], 1, {ctx.tl(compute)})"

@@ -91,7 +91,11 @@ def _reduction_input(ctx: Any, node: Node, kind: ReductionKind) -> tuple[str, to
     value = node.inputs[0]
     dim = node.attrs["dim"]
     acc_dtype = kind.acc_dtype(value.dtype, node.output.dtype)
-    x = ctx.cast(ctx.expr(value), acc_dtype, value.dtype)
+    x, dtype = ctx.expr(value), value.dtype
+    if kind.name in ("any", "all") and dtype.is_floating_point:
+        # truth of each value first: 0.5 is True (as an int32 it would be 0)
+        x, dtype = ctx.cast(x, torch.bool, dtype), torch.bool
+    x = ctx.cast(x, acc_dtype, dtype)
     mask = ctx.mask_for(value.shape, [dim], ctx.origins(value))
     identity = kind.identity(acc_dtype)
     if mask is not None and identity == 0 and value.id in ctx.zero_lanes:

@@ -9,6 +9,7 @@ import torch
 from helion.ir.core import Node
 from helion.ir.core import Value
 from helion.language import _ops as ops
+from helion_triton.codegen import constant_as
 from helion_triton.codegen import literal
 from helion_triton.lowerings import triton_lowering
 
@@ -50,7 +51,8 @@ def _expand(ctx: Any, node: Node) -> str:
     value = node.inputs[0]
     shape = tuple(node.attrs["shape"])
     if not isinstance(value, Value):
-        return f"tl.full({ctx.shape(shape)}, {literal(value)}, {ctx.tl(node.output.dtype)})"
+        dtype = node.output.dtype
+        return f"tl.full({ctx.shape(shape)}, {literal(constant_as(value, dtype))}, {ctx.tl(dtype)})"
     x = ctx.expr(value)
     missing = len(shape) - len(value.shape)
     if missing and value.shape:
@@ -112,11 +114,7 @@ def _sum_dtype(dtype: torch.dtype) -> torch.dtype:
 @triton_lowering(ops.full)
 def _full(ctx: Any, node: Node) -> str:
     dtype = node.attrs["dtype"]
-    value = node.attrs["value"]
-    if dtype == torch.bool:
-        value = bool(value)
-    elif not dtype.is_floating_point and isinstance(value, float) and value.is_integer():
-        value = int(value)
+    value = constant_as(node.attrs["value"], dtype)
     return f"tl.full({ctx.shape(node.attrs['shape'])}, {literal(value)}, {ctx.tl(dtype)})"
 
 
