@@ -208,3 +208,217 @@ def test_a_bool_in_a_dataclass_retraces_when_it_changes(backend: str) -> None:
     for relu in (True, False, True):
         layer = Layer(w, b, 1.5, relu)
         torch.testing.assert_close(kernel(x, layer), _reference_layer(x, layer))
+
+
+# -- the self-contained module (to_code(options=OutputCodeOptions(allow_helion_deps=False))) ------
+
+STANDALONE = helion.OutputCodeOptions(allow_helion_deps=False)
+
+# in the process that cannot import helion (nor this test module), the arguments are rebuilt
+# with types of its own: the launcher reads fields, keys and items, whatever the type
+_REBUILD = """
+import collections
+import dataclasses
+import sys
+
+Affine = collections.namedtuple("Affine", "weight bias scale")
+
+
+@dataclasses.dataclass
+class Layer:
+    weight: object
+    bias: object
+    scale: float
+    relu: bool
+
+
+def build(value):
+    if isinstance(value, tuple) and value and value[0] in ("Affine", "Layer"):
+        kind = Affine if value[0] == "Affine" else Layer
+        return kind(*[build(item) for item in value[1:]])
+    if isinstance(value, (list, tuple)):
+        return type(value)(build(item) for item in value)
+    if isinstance(value, dict):
+        return {key: build(item) for key, item in value.items()}
+    return value
+
+
+def call(module, name, args):
+    return getattr(sys.modules["standalone_" + module], name)(*build(args))
+"""
+
+
+def _tagged(value: Any) -> Any:
+    """``value`` with its namedtuples and dataclasses as ("Affine" | "Layer", fields...)."""
+    if isinstance(value, Affine):
+        return ("Affine", *[_tagged(item) for item in value])
+    if isinstance(value, Layer):
+        fields = dataclasses.fields(value)
+        return ("Layer", *[_tagged(getattr(value, f.name)) for f in fields])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tagged(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tagged(item) for key, item in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("backend", ["triton", "pallas"])
+def test_standalone_module_reads_the_leaves_of_containers(backend: str) -> None:
+    """The exported launcher indexes dicts, dataclass fields and nested paths out of the
+    arguments as the in-process one does (it refused every path but `arg[i]`), in a process
+    where helion cannot be imported; its result is the in-process call's."""
+    require_backend(backend)
+    from helion.testing.standalone import run_without_helion
+
+    modules, calls, expected = {"rebuild": _REBUILD}, [], []
+    for case in CASES:
+        random.seed(f"export-{case}")
+        fn, args, reference = _case(case)
+        kernel = helion.kernel(fn, backend=backend, autotune_effort="none")
+        modules[case] = kernel.bind(args).to_code(options=STANDALONE)
+        calls.append(("rebuild", "call", (case, fn.__name__, _tagged(args))))
+        expected.append(kernel(*args))
+        torch.testing.assert_close(expected[-1], reference)
+    env = {"TRITON_INTERPRET": "1", "JAX_PLATFORMS": "cpu"}
+    results, _ = run_without_helion(modules, calls, env=env)
+    for case, got, want in zip(CASES, results, expected, strict=True):
+        torch.testing.assert_close(torch.as_tensor(got), want, msg=case)
+
+
+def test_standalone_module_checks_the_structure_of_containers(tmp_path: Any) -> None:
+    """Lengths and keys are checked like shapes (the leaves are read by position: a longer
+    list would have been read in part, silently)."""
+    require_backend("triton")
+    import importlib.util
+
+    fn, args, _ = _case("nested_lists")
+    x, ((w,), (b, scale)) = args[0], args[1]
+    bound = helion.kernel(fn, backend="triton", autotune_effort="none").bind(args)
+    path = tmp_path / "standalone_nested.py"
+    path.write_text(bound.to_code(options=STANDALONE))
+    spec = importlib.util.spec_from_file_location("standalone_nested", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError, match=r"ps\[1\]: this module was generated for 2 items; got 3"):
+        module.nested_lists(x, [[w], [b, scale, 1.0]])
+    with pytest.raises(ValueError, match=r"ps: this module was generated for 2 items; got 1"):
+        module.nested_lists(x, [[w]])
+
+    fn, args, _ = _case("dict")
+    path = tmp_path / "standalone_dict.py"
+    bound = helion.kernel(fn, backend="triton", autotune_effort="none").bind(args)
+    path.write_text(bound.to_code(options=STANDALONE))
+    spec = importlib.util.spec_from_file_location("standalone_dict", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    d = dict(args[1])
+    d["extra"] = 1
+    with pytest.raises(ValueError, match=r"d: this module was generated for the keys \['w', 'b'"):
+        module.dict_rows(args[0], d)
+
+
+def _adds(tensor: torch.Tensor) -> Callable[..., Any]:
+    return lambda value, tile: value + tensor[tile]
+
+
+def apply_epilogue(x: torch.Tensor, epilogue: Callable[..., Any]) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        out[tile] = epilogue(x[tile], tile)
+    return out
+
+
+def test_standalone_module_refuses_a_captured_tensor_by_name() -> None:
+    require_backend("triton")
+    from helion import exc
+
+    x = torch.randn(10)
+    bound = helion.kernel(apply_epilogue, backend="triton", autotune_effort="none").bind(
+        (x, _adds(torch.randn(10)))
+    )
+    with pytest.raises(exc.HostCodeNotExportable, match="through a closure of 'epilogue'"):
+        bound.to_code(options=STANDALONE)
+
+
+# -- torch.compile: the tensors written inside a container argument are declared mutated ------
+
+
+def accumulate_into(x: torch.Tensor, state: dict[str, Any]) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        for acc in state["accs"]:  # each written through the loop's name
+            acc[tile] = acc[tile] + x[tile] * state["scale"]
+        out[tile] = x[tile] * 2
+    return out
+
+
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", ["ref", "triton"])
+def test_compile_keeps_the_writes_into_containers(backend: str, compiler: str) -> None:
+    require_backend(backend)
+    torch._dynamo.reset()
+    fields = helion.kernel(write_into_fields, backend=backend, autotune_effort="none")
+    accumulate = helion.kernel(accumulate_into, backend=backend, autotune_effort="none")
+
+    def fn(x: torch.Tensor, bufs: Buffers, state: dict[str, Any]) -> torch.Tensor:
+        fields(x, bufs)
+        return accumulate(x.cos(), state) + bufs.out
+
+    x = torch.randn(6, 9)
+    total = torch.randn(6, 9)
+    bufs = Buffers(torch.zeros(6, 9), total.clone())
+    accs = [torch.randn(6, 9), torch.randn(6, 9)]
+    state = {"accs": [a.clone() for a in accs], "scale": 0.5}
+    got = torch.compile(fn, backend=compiler, fullgraph=True)(x, bufs, state)
+    torch.testing.assert_close(bufs.out, x * 2)
+    torch.testing.assert_close(bufs.total, total + x)
+    for written, before in zip(state["accs"], accs, strict=True):
+        torch.testing.assert_close(written, before + x.cos() * 0.5)
+    torch.testing.assert_close(got, x.cos() * 2 + x * 2)
+    torch._dynamo.reset()
+
+
+# -- containers the host code builds: their structure may change between calls of one key ------
+
+
+def host_list(x: torch.Tensor, n: int) -> torch.Tensor:
+    parts = [x * (i + 1) for i in range(n)]  # its length is not in the specialization key
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        acc = x[tile]
+        for part in parts:
+            acc = acc + part[tile]
+        out[tile] = acc
+    return out
+
+
+def row_views(x: torch.Tensor) -> torch.Tensor:
+    rows = [x[i] for i in range(x.size(0))]  # as long as x, whose size is not in the key
+    out = torch.empty_like(rows[0])
+    for tile in hl.tile(out.size()):
+        acc = rows[0][tile]
+        for row in rows[1:]:
+            acc = acc + row[tile]
+        out[tile] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_host_built_list_of_another_length_is_traced_anew(backend: str) -> None:
+    """Each length is a variant of its own (the first variant's leaves were read at every
+    length: a longer list gave a wrong sum, a shorter one an IndexError; under
+    static_shapes=False a list as long as a dimension did the same)."""
+    require_backend(backend)
+    x = torch.randn(5, 7)
+    kernel = helion.kernel(host_list, backend=backend, autotune_effort="none")
+    for n in (2, 3, 1, 2, 3):
+        expected = x + sum(x * (i + 1) for i in range(n))
+        torch.testing.assert_close(kernel(x, n), expected, msg=f"n={n}")
+    (bound,) = kernel._bound.values()
+    assert sum(len(variants) for variants in bound._variants.values()) == 3
+
+    kernel = helion.kernel(row_views, backend=backend, autotune_effort="none", static_shapes=False)
+    for m in (3, 4, 2, 3):
+        x = torch.randn(m, 6)
+        torch.testing.assert_close(kernel(x), x.sum(0), msg=f"m={m}")
+    assert len(kernel._bound) == 1

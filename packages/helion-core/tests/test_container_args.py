@@ -235,3 +235,48 @@ def test_a_tensor_inside_a_dict_gives_the_device() -> None:
 def test_no_tensor_and_no_device_is_still_refused() -> None:
     with pytest.raises(exc.NoTensorArgs):
         _kernel(ones)(5, None)
+
+
+# -- containers the host code builds -------------------------------------------------------------
+
+
+def inner_loop_per_part(x: torch.Tensor, n: int) -> torch.Tensor:
+    parts = [x * (i + 1) for i in range(n)]
+    m, k = x.shape
+    out = torch.empty([m], device=x.device)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m])
+        for part in parts:  # one inner loop, and one more block size, per part
+            for tile_k in hl.tile(k):
+                acc = acc + part[tile_m, tile_k].sum(-1)
+        out[tile_m] = acc
+    return out
+
+
+def test_a_host_built_container_that_changes_the_loops_is_refused_by_name() -> None:
+    """A longer list that gives the device code more loops than its config has block sizes
+    for cannot run with that config: a clear error (a wrong result before), whose hint, a key
+    function, works."""
+    x = torch.randn(4, 6)
+    kernel = _kernel(inner_loop_per_part)
+    torch.testing.assert_close(kernel(x, 1), x.sum(-1))
+    with pytest.raises(exc.VariantConfigMismatch) as raised:
+        kernel(x, 2)
+    message = str(raised.value)
+    assert "'parts' (a list of 2 items, traced first with a list of 1 item)" in message, message
+    assert "block_sizes: 3 instead of 2" in message, message
+    keyed = helion.kernel(
+        inner_loop_per_part, backend="ref", autotune_effort="none", key=lambda x, n: n
+    )
+    for n in (1, 2, 3):
+        torch.testing.assert_close(keyed(x, n), sum(x * (i + 1) for i in range(n)).sum(-1))
+    assert len(keyed._bound) == 3
+
+
+def test_a_list_argument_of_another_length_binds_anew_with_dynamic_shapes() -> None:
+    kernel = helion.kernel(sum_of_items, backend="ref", autotune_effort="none", static_shapes=False)
+    for n, size in ((2, 8), (3, 8), (1, 5), (2, 9)):
+        x = torch.randn(size)
+        items = [torch.randn(size) for _ in range(n)]
+        torch.testing.assert_close(kernel(x, items), x + sum(items))
+    assert len(kernel._bound) == 3

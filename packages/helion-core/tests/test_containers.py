@@ -12,6 +12,8 @@ import dataclasses
 import torch
 
 from helion.autotuner.benchmarking import clone_args
+from helion.containers import container_structure
+from helion.containers import describe_structure
 from helion.containers import find_device
 from helion.containers import iter_tensors
 from helion.containers import map_tensors
@@ -64,3 +66,29 @@ def test_the_autotuners_copies_share_no_storage_with_the_callers_arguments() -> 
         assert copy.data_ptr() != original.data_ptr()
         torch.testing.assert_close(copy, original)
     assert type(copied[0]["pair"]) is Pair and type(copied[0]["layers"][1]) is Layer
+
+
+def test_container_structure_is_what_a_trace_reads_by_position() -> None:
+    """Equal for containers whose leaves sit at the same paths with the same types (the
+    tensors' sizes and the numbers' values aside), different otherwise."""
+    args = _nested()
+    assert container_structure(args) == container_structure(map_tensors(torch.zeros_like, args))
+    same_numbers = {**args, "n": 9, "pair": Pair(torch.randn(8), 0.5)}
+    assert container_structure(same_numbers) == container_structure(args)
+    x = torch.randn(2)
+    distinct = [
+        [x, x],
+        [x, x, x],  # a length
+        (x, x),  # a type
+        [x, 1.0],  # a leaf's type
+        [x, 1],
+        {"a": x, "b": x},
+        {"b": x, "a": x},  # the keys' order
+        Pair(x, 1.0),
+        Layer(x, None, "a"),
+        Layer(x, x, "a"),  # None or a tensor
+    ]
+    structures = [container_structure(value) for value in distinct]
+    assert len(set(structures)) == len(distinct), structures
+    assert describe_structure([x, x, x]) == "a list of 3 items"
+    assert describe_structure({"a": x}) == "a dict with keys ['a']"

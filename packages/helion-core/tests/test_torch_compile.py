@@ -3,6 +3,10 @@ breaks, mutated arguments, fake tensors, and autograd through `Kernel.register_a
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+from typing import Any
+
 import pytest
 import torch
 
@@ -307,3 +311,193 @@ def test_eager_mode_kernel_under_compile_and_autograd():
     ).backward()
     torch.testing.assert_close(x.grad, w.detach())
     torch.testing.assert_close(w.grad, x.detach())
+
+
+# -- container arguments: their tensors are operator inputs, the written ones declared mutated
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffers:
+    out: torch.Tensor
+    total: torch.Tensor
+
+
+Pair = collections.namedtuple("Pair", "first second")
+
+
+@helion.kernel(backend="ref", autotune_effort="none")
+def into_list_items(x: torch.Tensor, outs: list[torch.Tensor]) -> None:
+    for tile in hl.tile(x.size()):
+        outs[0][tile] = x[tile] * 2
+        outs[1][tile] = outs[1][tile] + x[tile]
+
+
+@helion.kernel(backend="ref", autotune_effort="none")
+def into_each(x: torch.Tensor, outs: list[torch.Tensor]) -> torch.Tensor:
+    total = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        acc = x[tile]
+        for i, out in enumerate(outs):  # written through a name bound to the items
+            out[tile] = out[tile] + x[tile] * (i + 1)
+            acc = acc + out[tile]
+        total[tile] = acc
+    return total
+
+
+@helion.kernel(backend="ref", autotune_effort="none")
+def into_dict(x: torch.Tensor, state: dict) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        state["acc"][tile] = state["acc"][tile] + x[tile] * state["scale"]
+        out[tile] = x[tile] + state["bias"][tile]  # read only: not declared mutated
+    return out
+
+
+@helion.kernel(backend="ref", autotune_effort="none")
+def into_fields(x: torch.Tensor, bufs: Buffers, pair: Pair) -> torch.Tensor:
+    for tile in hl.tile(x.size(0)):
+        bufs.out[tile] = x[tile] * pair.first[tile]
+        hl.atomic_add(bufs.total, [tile], x[tile] + pair.second[tile])
+    return bufs.out  # a tensor of a container argument is returned as itself
+
+
+def _container_calls(x: torch.Tensor) -> tuple[dict, Any]:
+    """Fresh arguments of the four kernels, and what they hold after the calls."""
+    outs = [torch.zeros_like(x), torch.ones_like(x)]
+    each = [torch.ones_like(x), torch.full_like(x, 2.0)]
+    state = {"acc": torch.ones_like(x), "scale": 3.0, "bias": torch.randn_like(x)}
+    bufs = Buffers(torch.zeros_like(x), torch.ones_like(x))
+    pair = Pair(torch.randn_like(x), torch.randn_like(x))
+    args = {"outs": outs, "each": each, "state": state, "bufs": bufs, "pair": pair}
+
+    def expected() -> dict:
+        return {
+            "outs": [x * 2, 1 + x],
+            "each": [1 + x, 2 + 2 * x],
+            "state": 1 + 3 * x,
+            "bufs": [x * pair.first, 1 + x + pair.second],
+        }
+
+    return args, expected
+
+
+def _run_containers(x: torch.Tensor, a: dict) -> tuple:
+    into_list_items(x, a["outs"])
+    total = into_each(x, a["each"])
+    out = into_dict(x, a["state"])
+    returned = into_fields(x, a["bufs"], a["pair"])
+    return total, out, returned
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_compile_writes_into_tensors_inside_containers(backend):
+    """Under torch.compile the writes into tensors of a list, a dict, a dataclass and a
+    namedtuple argument are kept (they were not declared mutated: an op of no outputs that
+    mutates nothing cannot even be defined, a dict was baked into the op with its tensors, a
+    dataclass could not cross into the graph)."""
+    x = torch.randn(11)
+    args, expected = _container_calls(x)
+    want = expected()
+    total, out, returned = torch.compile(_run_containers, backend=backend, fullgraph=True)(x, args)
+    for got, value in zip(args["outs"], want["outs"], strict=True):
+        torch.testing.assert_close(got, value)
+    for got, value in zip(args["each"], want["each"], strict=True):
+        torch.testing.assert_close(got, value)
+    torch.testing.assert_close(total, x + want["each"][0] + want["each"][1])
+    torch.testing.assert_close(args["state"]["acc"], want["state"])
+    torch.testing.assert_close(out, x + args["state"]["bias"])
+    torch.testing.assert_close(args["bufs"].out, want["bufs"][0])
+    torch.testing.assert_close(args["bufs"].total, want["bufs"][1])
+    torch.testing.assert_close(returned, want["bufs"][0])
+
+
+def test_schema_declares_each_written_leaf_of_a_container():
+    x = torch.randn(5)
+    args, _ = _container_calls(x)
+    schema = str(into_list_items.custom_op(x, args["outs"])._schema)
+    assert "Tensor(a0!)[] outs" in schema, schema  # a list of tensors stays one input
+    schema = str(into_dict.custom_op(x, args["state"])._schema)
+    assert "Tensor(a0!) state_acc, float state_scale, Tensor state_bias" in schema, schema
+    schema = str(into_fields.custom_op(x, args["bufs"], args["pair"])._schema)
+    assert "Tensor(a0!) bufs_out, Tensor(a1!) bufs_total, Tensor pair_first" in schema, schema
+    torch.library.opcheck(
+        into_dict.custom_op(x, args["state"]), (x, torch.ones(5), 2.0, torch.randn(5))
+    )
+
+
+def test_eager_custom_op_call_with_containers_matches_the_kernel():
+    """Through the custom op (a dispatch mode is on), outside torch.compile."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(9)
+    args, expected = _container_calls(x)
+    want = expected()
+    with Passthrough():
+        _, _, returned = _run_containers(x, args)
+    torch.testing.assert_close(args["state"]["acc"], want["state"])
+    assert returned is args["bufs"].out
+
+
+@helion.kernel(backend="ref", autotune_effort="none")
+def scaled_by_dict(x: torch.Tensor, params: dict) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        out[tile] = x[tile] * params["w"][tile] * params["alpha"]
+    return out
+
+
+def _scaled_setup(ctx, inputs, output):
+    x, params = inputs
+    ctx.alpha = params["alpha"]
+    ctx.save_for_backward(x, params["w"])
+
+
+def _scaled_backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    return grad * w * ctx.alpha, {"w": grad * x * ctx.alpha, "alpha": None}
+
+
+scaled_by_dict.register_autograd(_scaled_backward, setup_context=_scaled_setup)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_autograd_reaches_tensors_inside_a_dict(compiled):
+    """A dict's tensor that requires grad makes autograd record the call (torch's own check
+    looks into flat lists only: the call ran without the op and dropped the gradient)."""
+    x = torch.randn(6, requires_grad=True)
+    w = torch.randn(6, requires_grad=True)
+
+    def fn(x, w):
+        return scaled_by_dict(x, {"w": w, "alpha": 1.5}).sum()
+
+    (torch.compile(fn, backend="aot_eager", fullgraph=True) if compiled else fn)(x, w).backward()
+    torch.testing.assert_close(x.grad, w.detach() * 1.5)
+    torch.testing.assert_close(w.grad, x.detach() * 1.5)
+
+
+@helion.kernel(backend="ref", autotune_effort="none")
+def writes_by_getattr(x: torch.Tensor, bufs: Buffers) -> None:
+    for tile in hl.tile(x.size()):
+        getattr(bufs, "out")[tile] = x[tile]  # noqa: B009 (a write the source does not show)
+
+
+def test_a_write_the_source_does_not_show_is_refused():
+    x = torch.randn(4)
+    with pytest.raises(exc.TorchIntegrationError, match=r"writes \['bufs_out'\] in a way"):
+        writes_by_getattr.custom_op(x, Buffers(torch.zeros(4), torch.zeros(4)))(
+            x, torch.zeros(4), torch.zeros(4)
+        )
+
+
+def test_a_kernel_writing_into_a_container_names_the_tensors_for_autograd():
+    x = torch.randn(4, requires_grad=True)
+    bufs, pair = Buffers(torch.zeros(4), torch.zeros(4)), Pair(torch.randn(4), torch.randn(4))
+    with pytest.raises(exc.TorchIntegrationError, match=r"argument\(s\) 'bufs.out', 'bufs.total'"):
+        into_fields(x, bufs, pair)
+    with torch.no_grad():
+        into_fields(x, bufs, pair)
+    torch.testing.assert_close(bufs.out, x.detach() * pair.first)

@@ -10,10 +10,13 @@ import dataclasses
 import re
 from typing import Any
 from typing import Callable
+from typing import Hashable
 from typing import Iterator
 from typing import Sequence
 
 import torch
+
+from helion.language import ConstExpr
 
 
 def container_items(value: Any) -> list[tuple[tuple, str, Any]] | None:
@@ -53,6 +56,52 @@ def rebuild_container(value: Any, items: Sequence[Any]) -> Any:
     for field, item in zip(dataclasses.fields(value), items, strict=True):
         object.__setattr__(rebuilt, field.name, item)  # frozen dataclasses too
     return rebuilt
+
+
+def container_structure(value: Any) -> Hashable:
+    """What code traced with container ``value`` assumes of it: its type (which names a
+    namedtuple's or dataclass's fields), a list's or tuple's length, a dict's keys in order,
+    and at each leaf the leaf's type (a `ConstExpr`'s value, which is baked unguarded):
+    ``(type, (item structure, ...))``, ``(dict type, ((key, item structure), ...))`` or a
+    leaf's type. Containers of equal structures give the same leaves at the same paths. Called
+    at every launch of a kernel that is given a container: the common types go first."""
+    kind = type(value)
+    if kind in _LEAF_TYPES:
+        return kind
+    if kind is list or kind is tuple:
+        return (kind, tuple([container_structure(item) for item in value]))
+    if isinstance(value, ConstExpr):
+        try:
+            hash(value.value)
+            return (ConstExpr, value.value)
+        except TypeError:
+            return (ConstExpr, repr(value.value))
+    if isinstance(value, (list, tuple)):  # namedtuples: their type names the fields
+        return (kind, tuple([container_structure(item) for item in value]))
+    if isinstance(value, dict):
+        return (kind, tuple([(key, container_structure(item)) for key, item in value.items()]))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (kind, tuple([container_structure(getattr(value, f.name)) for f in fields]))
+    return kind
+
+
+# leaves whose structure is their type alone (what `container_structure` meets most)
+_LEAF_TYPES = frozenset(
+    {torch.Tensor, torch.nn.Parameter, int, float, bool, str, type(None), torch.dtype}
+)
+
+
+def describe_structure(value: Any) -> str:
+    """``value``'s container shape in words for error messages: ``a list of 3 items``."""
+    items = container_items(value)
+    if items is None:
+        return f"a {type(value).__name__}"
+    if isinstance(value, dict):
+        return f"a {type(value).__name__} with keys {[step[1] for step, _, _ in items]}"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(items)} item{'' if len(items) == 1 else 's'}"
+    return f"a {type(value).__name__}"
 
 
 def iter_tensors(values: Sequence[Any]) -> Iterator[torch.Tensor]:

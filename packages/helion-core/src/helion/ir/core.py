@@ -228,6 +228,9 @@ class KernelIR:
         self.settings: Any = None
         # (tensor guards, constant guards): the host values this trace is valid for
         self.guards: tuple[list, list] = ([], [])
+        # (index in the host values, `helion.containers.container_structure`) of each container
+        # host value: `lifted` indexes into them, so a launch needs containers of these shapes
+        self.structure_guards: list[tuple[int, Any]] = []
         # tensors captured by callable arguments: (kind, input position, key) and their args
         self.lifted: list[tuple] = []
         self.lifted_args: list[TensorArg] = []

@@ -14,8 +14,9 @@ The host code is the user's, rewritten where it calls helion: ``hl.register_bloc
 The names it reads from its module become imports (modules, functions of other importable
 modules) or literals (numbers, strings, dtypes); anything else is refused with
 :class:`helion.exc.HostCodeNotExportable`. The module is specialized as the compiled code is:
-to the shapes, strides and dtypes (and baked-in host values) the kernel was traced with, which
-its launch checks, raising ``ValueError`` for other arguments.
+to the shapes, strides and dtypes (and baked-in host values) the kernel was traced with, and to
+the lengths and keys of its container arguments, whose leaves its launch reads by their paths;
+the launch checks them all, raising ``ValueError`` for other arguments.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import builtins
 import copy
 import dataclasses
 import inspect
+import keyword
 import math
 import sys
 import textwrap
@@ -37,6 +39,7 @@ from typing import Iterable
 import torch
 
 from helion import exc
+from helion.language import ConstExpr
 
 if TYPE_CHECKING:
     from helion.backends.base import ExportedModule
@@ -607,10 +610,20 @@ class _HostModuleWriter:
         values = list(params)
         names = list(inputs)
         for source, arg in zip(ir.lifted, ir.lifted_args, strict=True):
+            # the leaves of container host values, read the way `resolve_lifted` reads them
             kind, position, key = source
-            if kind != "item":
-                raise self.refuse(f"its device code reads {arg.name!r} through a {kind}")
-            values.append(f"{params[position]}[{key}]")
+            if kind == "item":
+                values.append(f"{params[position]}[{key}]")
+            elif kind == "path":
+                values.append(params[position] + self._path_source(key, inputs[position], arg))
+            else:
+                # a tensor a function argument captures, or one a plugin op computes: nothing
+                # the module's caller passes holds it
+                owner = inputs[position] if position < len(inputs) else "?"
+                raise self.refuse(
+                    f"its device code reads {arg.name!r} through a {kind} of {owner!r}, which "
+                    "a self-contained module cannot reach"
+                )
             names.append(arg.name)
         tensor_guards, constant_guards = ir.guards
         # the kernel's own arguments first: a wrong one is then named, not the output the host
@@ -622,6 +635,9 @@ class _HostModuleWriter:
             f'    """Launch the kernel on its host values ({", ".join(inputs)})."""',
         ]
         uses_torch = False
+        for index, structure in ir.structure_guards:
+            # the containers' lengths and keys first: the leaves above are read by position
+            lines += self._structure_checks(params[index], inputs[index], structure)
         for index, shape, stride, dtype in tensor_guards:
             value = values[index]
             uses_torch = True
@@ -658,6 +674,73 @@ class _HostModuleWriter:
             self.embedder.module("torch", torch)
         lines.append(f"    {launcher}({', '.join(arguments)})")
         return "\n".join(lines)
+
+    def _path_source(self, path: tuple, owner: str, arg: Any) -> str:
+        """Python for the steps of ``path`` (`Tracer._enter_leaf`) after the container's name."""
+        text = ""
+        for step, key in path:
+            if step == "attr":
+                if not _is_name(key):
+                    raise self.refuse(f"the field {key!r} of {owner!r} is not a Python name")
+                text += f".{key}"
+            elif step == "index":
+                text += f"[{int(key)}]"
+            else:
+                literal = literal_source(key)
+                if literal is None:
+                    raise self.refuse(
+                        f"its device code reads {arg.name!r} at the key {key!r} of {owner!r}, "
+                        "which has no literal form"
+                    )
+                text += f"[{literal}]"
+        return text
+
+    def _structure_checks(self, value: str, name: str, structure: Any, path: str = "") -> list[str]:
+        """Lines raising ``ValueError`` where the container ``value`` has other lengths or keys
+        than ``structure`` (`helion.containers.container_structure`) says it was traced with."""
+        if not (isinstance(structure, tuple) and isinstance(structure[1], tuple)):
+            return []  # a leaf: tensors and constants have guards of their own
+        kind, items = structure
+        if not isinstance(kind, type) or issubclass(kind, ConstExpr):
+            return []
+        where = f"{name}{path}"
+        lines: list[str] = []
+        steps: list[tuple[str, Any]] = []  # (Python after `value`, the item's structure)
+        if issubclass(kind, dict):
+            keys = [key for key, _ in items]
+            literal = literal_source(keys)
+            if literal is not None:
+                message = f"{where}: this module was generated for the keys {literal}; got "
+                lines += [
+                    f"    if list({value}) != {literal}:",
+                    f"        raise ValueError({message!r} + repr(list({value})))",
+                ]
+            for key, inner in items:
+                text = literal_source(key)
+                if text is not None:  # `_path_source` refuses it if the device code reads it
+                    steps.append((f"[{text}]", inner))
+        elif issubclass(kind, (list, tuple)):
+            plural = "" if len(items) == 1 else "s"
+            message = f"{where}: this module was generated for {len(items)} item{plural}; got "
+            lines += [
+                f"    if len({value}) != {len(items)}:",
+                f"        raise ValueError({message!r} + str(len({value})))",
+            ]
+            steps = [(f"[{index}]", inner) for index, inner in enumerate(items)]
+        elif dataclasses.is_dataclass(kind):
+            fields = dataclasses.fields(kind)
+            steps = [
+                (f".{f.name}", inner)
+                for f, inner in zip(fields, items, strict=True)
+                if _is_name(f.name)
+            ]
+        for suffix, inner in steps:
+            lines += self._structure_checks(value + suffix, name, inner, path + suffix)
+        return lines
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def _import_line(module: str, alias: str) -> str:

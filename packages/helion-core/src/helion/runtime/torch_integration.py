@@ -26,16 +26,21 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
+import re
 import threading
 import weakref
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import Callable
+from typing import Iterator
 from typing import Sequence
 
 import torch
 
 from helion import exc
+from helion.containers import container_items
+from helion.containers import iter_tensors
+from helion.containers import rebuild_container
 from helion.frontend.proxies import BlockSizeInt
 from helion.language import ConstExpr
 from helion.language._context import active_mode
@@ -77,7 +82,30 @@ def needs_custom_op(args: Sequence[Any]) -> bool:
     """Whether an eager call must go through the custom op (autograd or a dispatch mode)."""
     if torch._C._len_torch_dispatch_stack():
         return True
-    return torch.is_grad_enabled() and torch._C._any_requires_grad(*args)
+    if not torch.is_grad_enabled():
+        return False
+    if torch._C._any_requires_grad(*args):
+        return True
+    # torch looks into flat lists only: a tensor that requires grad deeper in a container
+    # (a dict, a dataclass, a nested list) must be recorded too
+    return any(type(arg) not in _NO_DEEPER_TENSORS and _requires_grad_inside(arg) for arg in args)
+
+
+# argument types that hold no tensor `_any_requires_grad` misses
+_NO_DEEPER_TENSORS = frozenset(
+    {torch.Tensor, torch.nn.Parameter, int, float, bool, str, type(None), torch.dtype}
+)
+
+
+def _requires_grad_inside(value: Any) -> bool:
+    kind = type(value)
+    if kind is torch.Tensor or kind is torch.nn.Parameter:
+        return value.requires_grad
+    if kind in _NO_DEEPER_TENSORS:
+        return False
+    if kind is list or kind is tuple:  # the common containers without `container_items`
+        return any(_requires_grad_inside(item) for item in value)
+    return any(tensor.requires_grad for tensor in iter_tensors([value]))
 
 
 def call_compiling(kernel: Kernel, args: tuple, kwargs: dict) -> Any:
@@ -89,12 +117,15 @@ def call_compiling(kernel: Kernel, args: tuple, kwargs: dict) -> Any:
     which is decoded here.
     """
     _install_dynamo_entry()
+    # a dataclass crosses the boundary as a tagged tuple (`_crossing`), which pytree takes
+    args = tuple(_crossing(arg) for arg in args)
+    kwargs = {name: _crossing(value) for name, value in kwargs.items()}
     outputs, layout = _dynamo_entry[0](kernel._torch_token, args, kwargs)
     return _decode(layout, outputs, args, kwargs, kernel._torch_param_names)
 
 
 # codes of `_OpEntry.layout`
-_OUTPUT, _ARGUMENT, _NUMBER, _NONE, _TUPLE, _LIST = range(6)
+_OUTPUT, _ARGUMENT, _NUMBER, _NONE, _TUPLE, _LIST, _ARGUMENT_LEAF = range(7)
 
 
 def _decode(layout: tuple, outputs: tuple, args: tuple, kwargs: dict, names: tuple) -> Any:
@@ -105,6 +136,10 @@ def _decode(layout: tuple, outputs: tuple, args: tuple, kwargs: dict, names: tup
         position, item = layout[1], layout[2]
         value = args[position] if position < len(args) else kwargs[names[position]]
         return value if item < 0 else value[item]
+    if code == _ARGUMENT_LEAF:  # the n-th tensor of a container argument
+        position, item = layout[1], layout[2]
+        value = args[position] if position < len(args) else kwargs[names[position]]
+        return _tensor_leaves(value, [])[item]
     if code == _NUMBER:
         return layout[1]
     if code == _NONE:
@@ -162,6 +197,8 @@ def _traced_call(token: str, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
     kernel = _kernels.get(token)
     if kernel is None:
         raise exc.TorchIntegrationError(f"the Helion kernel {token!r} no longer exists")
+    args = tuple(_crossed(arg) for arg in args)
+    kwargs = {name: _crossed(value) for name, value in kwargs.items()}
     args = kernel.normalize_args(*args, **kwargs)
     entry = _entry_for(kernel, args)
     if entry.layout is None:
@@ -170,6 +207,108 @@ def _traced_call(token: str, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
             "return tensors, numbers and None in (nested) tuples and lists only"
         )
     return entry.unpack(entry.overload(*entry.op_inputs(args))), entry.layout
+
+
+# A nonstrict function takes pytree containers only, and pytree knows no dataclass the user did
+# not register: one crosses as the tuple (token, *fields), the token naming its type. Dynamo
+# traces `_crossing`; it runs `_dataclass_token` for real (marked constant), with the type.
+_DATACLASS_TOKEN_BASE = -(2**62)  # far from any number a user's tuple starts with
+_dataclass_tokens: dict[type, int] = {}
+_dataclass_types: dict[int, type] = {}
+
+
+def _dataclass_token(cls: type) -> int:
+    with _lock:
+        token = _dataclass_tokens.get(cls)
+        if token is None:
+            token = _dataclass_tokens[cls] = _DATACLASS_TOKEN_BASE - len(_dataclass_tokens)
+            _dataclass_types[token] = cls
+    return token
+
+
+_dataclass_token._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+def _crossing(value: Any) -> Any:
+    """``value`` as the nonstrict function may take it: its dataclasses (at any depth) as
+    tagged tuples, every other container of the same type as before."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # `+ 0`: a fresh int, without the source of a constant-function result that pytree's
+        # type guard cannot be made from
+        token = _dataclass_token(type(value)) + 0
+        fields = [_crossing(getattr(value, f.name)) for f in dataclasses.fields(value)]
+        return (token, *fields)
+    if isinstance(value, (list, tuple)) and not isinstance(value, ConstExpr):
+        if not any(_holds_dataclass(item) for item in value):
+            return value
+        items = [_crossing(item) for item in value]
+        if isinstance(value, tuple) and hasattr(value, "_make"):
+            return value._make(items)
+        return list(items) if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        if not any(_holds_dataclass(item) for item in value.values()):
+            return value
+        if type(value) is not dict:
+            raise exc.TorchIntegrationError(
+                f"a {type(value).__name__} holding a dataclass cannot cross into torch.compile's "
+                "custom operator; pass a plain dict"
+            )
+        return {key: _crossing(item) for key, item in value.items()}
+    return value
+
+
+def _holds_dataclass(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return False
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_dataclass(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_dataclass(item) for item in value.values())
+    return False
+
+
+def _crossed(value: Any) -> Any:
+    """`_crossing` undone (in the nonstrict function): the tagged tuples are dataclasses again."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if type(value) is tuple and value and type(value[0]) is int and value[0] in _dataclass_types:
+        cls = _dataclass_types[value[0]]
+        rebuilt = cls.__new__(cls)
+        for field, item in zip(dataclasses.fields(cls), value[1:], strict=True):
+            object.__setattr__(rebuilt, field.name, _crossed(item))  # frozen ones too
+        return rebuilt
+    if isinstance(value, dict):
+        crossed = {key: _crossed(item) for key, item in value.items()}
+        return value if all(crossed[key] is item for key, item in value.items()) else crossed
+    if isinstance(value, (list, tuple)) and not isinstance(value, ConstExpr):
+        items = [_crossed(item) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        if isinstance(value, tuple) and hasattr(value, "_make"):
+            return value._make(items)
+        return type(value)(items)
+    return value
+
+
+def _tensor_leaves(value: Any, found: list) -> list:
+    """The tensors in ``value`` (dicts, lists and tuples: a crossed dataclass is a tuple), in
+    the order of `helion.containers.container_items`; Dynamo traces it."""
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensor_leaves(item, found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _tensor_leaves(item, found)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            _tensor_leaves(getattr(value, field.name), found)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,17 +320,27 @@ class _Slot:
     """How one kernel argument reaches the operator.
 
     kind: "tensor", "tensors" (a list/tuple of tensors), "scalar" (int/float/bool, or a
-    list/tuple of ints or floats), or "constant" (baked into the operator: constexprs, None,
-    strings, dtypes, ...). `container` is the sequence type to rebuild.
+    list/tuple of ints or floats), "constant" (baked into the operator: constexprs, None,
+    strings, dtypes, ...), or "container" (any other list, tuple, dict, namedtuple or
+    dataclass: each tensor and number in it is an operator input of its own, `leaves`, the
+    rest is baked). `container` is the sequence type to rebuild. A container's `value` is its
+    skeleton: the argument with `_HOLE` for each leaf in `leaves`; `key` its signature key.
     """
 
     kind: str
     schema_type: str = ""
     container: type | None = None
     value: Any = None
+    # a container's leaves: (schema name, how it reads in messages: `d['w']`, leaf slot)
+    leaves: tuple[tuple[str, str, _Slot], ...] = ()
+    key: Any = None
 
 
-def _slot_for(value: Any, constexpr: bool) -> _Slot:
+# where a leaf of a container argument goes (an input of the operator) in its skeleton
+_HOLE = type("_Hole", (), {"__repr__": lambda self: "<operator input>"})()
+
+
+def _slot_for(value: Any, constexpr: bool, name: str = "arg") -> _Slot:
     if constexpr or isinstance(value, ConstExpr):
         return _Slot("constant", value=value)
     if isinstance(value, torch.Tensor):
@@ -204,18 +353,15 @@ def _slot_for(value: Any, constexpr: bool) -> _Slot:
         return _Slot("scalar", "SymInt")
     if isinstance(value, (float, torch.SymFloat)):
         return _Slot("scalar", "float")
-    if isinstance(value, (list, tuple)) and value:
+    if isinstance(value, (list, tuple)) and value and not hasattr(value, "_fields"):
         if all(isinstance(v, torch.Tensor) for v in value):
             return _Slot("tensors", "Tensor[]", type(value))
         if all(isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in value):
             return _Slot("scalar", "SymInt[]", type(value))
         if all(isinstance(v, float) for v in value):
             return _Slot("scalar", "float[]", type(value))
-        if any(isinstance(v, torch.Tensor) for v in value):
-            raise exc.TorchIntegrationError(
-                "an argument mixes tensors and other values in one sequence; custom operators "
-                "take lists of tensors only"
-            )
+    if container_items(value) is not None and not isinstance(value, torch.Size):
+        return _container_slot(value, name)
     if callable(value) and not isinstance(value, (type, torch.dtype)):
         # baking it into an op would need one op per closure (each holds its own tensors)
         raise exc.TorchIntegrationError(
@@ -228,7 +374,76 @@ def _slot_for(value: Any, constexpr: bool) -> _Slot:
     return _Slot("constant", value=value)
 
 
+def _container_slot(value: Any, name: str) -> _Slot:
+    """The "container" slot of ``value``: its tensors and numbers, at any depth, are operator
+    inputs (so that the schema can declare each tensor the kernel writes), the rest is baked."""
+    leaves: list[tuple[str, str, _Slot]] = []
+
+    def walk(item: Any, label: str, shown: str) -> tuple[Any, Any]:
+        # (skeleton, signature key) of ``item``
+        items = None if isinstance(item, (torch.Tensor, ConstExpr)) else container_items(item)
+        if items is None:
+            slot = _slot_for(item, False, label)
+            if slot.kind in ("tensor", "scalar"):
+                leaves.append((label, shown, slot))
+                return _HOLE, _slot_key(slot)
+            return item, _slot_key(slot)
+        named = isinstance(item, tuple) and hasattr(item, "_fields")  # a namedtuple: `.field`
+        parts = [
+            walk(sub, f"{label}_{sub_label}", shown + _shown_step(step, sub_label, named))
+            for step, sub_label, sub in items
+        ]
+        skeleton = rebuild_container(item, [part[0] for part in parts])
+        key = (
+            type(item),
+            tuple((step, part[1]) for (step, _, _), part in zip(items, parts, strict=True)),
+        )
+        return skeleton, key
+
+    skeleton, key = walk(value, name, name)
+    return _Slot("container", value=skeleton, leaves=tuple(leaves), key=key)
+
+
+def _shown_step(step: tuple, label: str, named: bool) -> str:
+    kind, key = step
+    return f".{label}" if kind == "attr" or named else f"[{key!r}]"
+
+
+def _fill(skeleton: Any, inputs: Iterator[Any]) -> Any:
+    """The container of ``skeleton`` (a container slot's value) with its holes taken from
+    ``inputs`` in order: what the kernel gets from the operator's inputs."""
+    if skeleton is _HOLE:
+        return next(inputs)
+    if isinstance(skeleton, (torch.Tensor, ConstExpr)):
+        return skeleton
+    items = container_items(skeleton)
+    if items is None:
+        return skeleton
+    return rebuild_container(skeleton, [_fill(item, inputs) for _, _, item in items])
+
+
+def _holes(skeleton: Any, value: Any, found: list) -> list:
+    """The items of ``value`` (a container of ``skeleton``'s structure) at its holes, in order:
+    a container argument's operator inputs. Raises ValueError for another structure."""
+    if skeleton is _HOLE:
+        found.append(value)
+        return found
+    if isinstance(skeleton, (torch.Tensor, ConstExpr)):
+        return found
+    items = container_items(skeleton)
+    if items is None:
+        return found
+    values = container_items(value)
+    if values is None or len(values) != len(items):
+        raise ValueError(f"expected {type(skeleton).__name__}, got {type(value).__name__}")
+    for (_, _, inner), (_, _, item) in zip(items, values, strict=True):
+        _holes(inner, item, found)
+    return found
+
+
 def _slot_key(slot: _Slot) -> Any:
+    if slot.kind == "container":
+        return ("container", slot.key)
     if slot.kind != "constant":
         return (slot.kind, slot.schema_type, slot.container)
     value = slot.value
@@ -242,7 +457,7 @@ def _slot_key(slot: _Slot) -> Any:
 def _signature(kernel: Kernel, args: Sequence[Any]) -> tuple[tuple[_Slot, ...], tuple]:
     constexprs = kernel._constexpr_params
     slots = tuple(
-        _slot_for(value, name in constexprs)
+        _slot_for(value, name in constexprs, name)
         for name, value in zip(kernel.signature.parameters, args, strict=True)
     )
     return slots, tuple(_slot_key(s) for s in slots)
@@ -356,10 +571,11 @@ def _plan_run(kernel: Kernel, args: Sequence[Any]) -> tuple[list, _HostRun]:
                 )
         if isinstance(value, ConstExpr):
             return value
-        if isinstance(value, (list, tuple)):
-            return type(value)(convert(v) for v in value)
         if isinstance(value, (torch.SymInt, torch.SymFloat)):
             return type(value.node.hint)(value.node.hint) if value.node.hint is not None else value
+        items = container_items(value)
+        if items is not None:  # lists, dicts, namedtuples, dataclasses: their leaves
+            return rebuild_container(value, [convert(item) for _, _, item in items])
         return value
 
     with _disable_current_modes(), torch._C._DisableFuncTorch():
@@ -381,43 +597,171 @@ def _hint(size: Any) -> int:
 # device-code analysis
 
 
-def written_names(kernel: Kernel) -> frozenset[str]:
-    """Host names whose tensors the device code writes (subscript stores, hl.store, atomics)."""
-    cached = kernel.__dict__.get("_torch_written_names")
+def written_leaves(kernel: Kernel) -> frozenset[tuple[str, tuple | None]]:
+    """What the device code writes (subscript stores, hl.store, atomics), from its source:
+    (host name, path) pairs, the path the constant steps (``("sub", key)``, ``("attr",
+    name)``) from that host value to the tensor written (``()``: the value itself), or None
+    for all of its tensors: a container written through a name the device code bound to its
+    items (``for out in outs: out[tile] = ...``) or at a computed index (``outs[i][tile]``)."""
+    cached = kernel.__dict__.get("_torch_written_leaves")
     if cached is not None:
         return cached
-    names: set[str] = set()
-    for stmt in kernel.split.device_stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-                if isinstance(node.value, ast.Name):
-                    names.add(node.value.id)
-            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
-                func = node.func
-                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if called in _WRITING_CALLS or called.startswith("atomic_"):
-                    names.add(node.args[0].id)
-    result = frozenset(names)
-    kernel._torch_written_names = result
+    inputs = set(kernel.split.device_inputs)
+    nodes = [node for stmt in kernel.split.device_stmts for node in ast.walk(stmt)]
+    # names bound to (items of) host values: loop targets and assignments of such items
+    aliases: dict[str, set[str]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for node in nodes:
+            if isinstance(node, (ast.For, ast.comprehension)):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, ast.Assign):
+                pairs = [(target, node.value) for target in node.targets]
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            else:
+                continue
+            for target, source in pairs:
+                roots = _item_roots(source, inputs, aliases)
+                for name in _bound_names(target) if roots else ():
+                    known = aliases.setdefault(name, set())
+                    if not roots <= known:
+                        known |= roots
+                        changed = True
+    leaves: set[tuple[str, tuple | None]] = set()
+    for node in nodes:
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            target = node.value
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if not (called in _WRITING_CALLS or called.startswith("atomic_")):
+                continue
+            target = node.args[0]
+        else:
+            continue
+        chain = _access_chain(target)
+        if chain is None:
+            continue
+        root, path = chain
+        if root in aliases:
+            leaves.update((name, None) for name in aliases[root])
+        elif root in inputs:
+            leaves.add((root, path))
+    result = frozenset(leaves)
+    kernel._torch_written_leaves = result
     return result
 
 
-def _ir_written_names(bound: Any) -> set[str]:
-    """The device-input names that the traced IR stores into (to check `written_names`)."""
+def _access_chain(node: ast.expr) -> tuple[str, tuple | None] | None:
+    """``outs[0].w`` as ("outs", (("sub", 0), ("attr", "w"))); the path is None where a step
+    is not a constant; None for anything not rooted at a name."""
+    steps: list[tuple[str, Any]] = []
+    known = True
+    while True:
+        if isinstance(node, ast.Subscript):
+            if isinstance(node.slice, ast.Constant):
+                steps.append(("sub", node.slice.value))
+            else:
+                known = False
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            steps.append(("attr", node.attr))
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return node.id, tuple(reversed(steps)) if known else None
+        else:
+            return None
+
+
+# functions whose result holds items of their arguments (`for i, out in enumerate(outs)`)
+_ITEM_PASSING = frozenset({"enumerate", "zip", "reversed", "list", "tuple", "iter", "sorted"})
+
+
+def _item_roots(node: ast.expr, inputs: set[str], aliases: dict[str, set[str]]) -> set[str]:
+    """The host names whose items ``node`` may evaluate to (its value, not arithmetic on it)."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return set().union(*(_item_roots(item, inputs, aliases) for item in node.elts))
+    if isinstance(node, ast.IfExp):
+        return _item_roots(node.body, inputs, aliases) | _item_roots(node.orelse, inputs, aliases)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _ITEM_PASSING:
+            return set().union(*(_item_roots(arg, inputs, aliases) for arg in node.args))
+        if isinstance(func, ast.Attribute) and func.attr in ("values", "items"):
+            return _item_roots(func.value, inputs, aliases)
+        return set()
+    chain = _access_chain(node)
+    if chain is None:
+        return set()
+    root = chain[0]
+    if root in aliases:
+        return set(aliases[root])
+    return {root} if root in inputs else set()
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment or loop target binds (a subscript or attribute binds none)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for item in target.elts for name in _bound_names(item)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _follow(value: Any, path: tuple) -> Any:
+    """The value at ``path`` (`written_leaves`) in host value ``value``; a step into a tensor
+    (a row written) stays at the tensor, and a path that does not fit gives ``value`` itself."""
+    current = value
+    try:
+        for kind, key in path:
+            if isinstance(current, torch.Tensor):
+                break
+            current = getattr(current, key) if kind == "attr" else current[key]
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return value
+    return current
+
+
+def _written_tensors(kernel: Kernel, device_values: Sequence[Any]) -> list[torch.Tensor]:
+    """The tensors among ``device_values`` (a host run's) that the device code writes."""
+    by_name = dict(zip(kernel.split.device_inputs, device_values, strict=False))
+    written = []
+    for name, path in written_leaves(kernel):
+        if name in by_name:
+            value = by_name[name]
+            written += iter_tensors([value if path is None else _follow(value, path)])
+    return written
+
+
+def _ir_written_tensors(bound: Any, device_values: Sequence[Any]) -> list[tuple[str, Any]]:
+    """(name, tensor) of each tensor that the traced IR stores into, found among
+    ``device_values`` (to check `written_leaves`)."""
+    from helion.frontend.tracer import resolve_lifted
+
     ir = bound.ir
-    inputs = bound.split.device_inputs
-    names: set[str] = set()
+    count = len(bound.split.device_inputs)
+    found = []
     for info in ir.memory_ops():
         if info.kind == "load":
             continue
         index = info.tensor.index
-        if index < len(inputs):
-            names.add(inputs[index])
-            continue
-        source = ir.lifted[index - len(inputs)]
-        if source[0] == "item" and source[1] < len(inputs):
-            names.add(inputs[source[1]])
-    return names
+        if index < count:
+            value = device_values[index] if index < len(device_values) else None
+        else:
+            source = ir.lifted[index - count]
+            if source[0] not in ("item", "path"):
+                continue  # a tensor a function argument captures: not an argument
+            try:
+                value = resolve_lifted(device_values, source)
+            except (AttributeError, IndexError, KeyError, TypeError):
+                continue  # a container the fake run built otherwise (the real call checks)
+        if isinstance(value, torch.Tensor):
+            found.append((info.tensor.name, value))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,10 +772,23 @@ def _ir_written_names(bound: Any) -> set[str]:
 class _Leaf:
     """One leaf of the kernel's (flattened) return value."""
 
-    kind: str  # "output" (operator output `index`), "argument" (arg `index`[`item`]), "constant"
+    # "output" (operator output `index`), "argument" (arg `index`: itself, item `item` of a
+    # list, or with `item` ("leaf", n) the n-th tensor of a container), "constant"
+    kind: str
     index: int = 0
-    item: int | None = None
+    item: int | tuple | None = None
     value: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _OpInput:
+    """One input of the operator: kernel argument `position`, or leaf `leaf` of it."""
+
+    position: int
+    leaf: int | None
+    name: str  # in the schema
+    shown: str  # in messages: `x`, `outs[0]`, `layer.weight`
+    slot: _Slot
 
 
 class _OpEntry:
@@ -442,16 +799,28 @@ class _OpEntry:
         self.kernel_name = kernel.name
         self.slots = slots
         self.param_names = list(kernel.signature.parameters)
-        self.op_positions = [i for i, s in enumerate(slots) if s.kind != "constant"]
+        self.inputs: list[_OpInput] = []
+        taken: set[str] = set()
+        for position, slot in enumerate(slots):
+            name = self.param_names[position]
+            if slot.kind == "container":
+                for leaf, (label, shown, leaf_slot) in enumerate(slot.leaves):
+                    schema_name = _schema_name(label, taken)
+                    self.inputs.append(_OpInput(position, leaf, schema_name, shown, leaf_slot))
+            elif slot.kind != "constant":
+                self.inputs.append(_OpInput(position, None, _schema_name(name, taken), name, slot))
         self.checked_bound: set[Any] = set()  # bound kernels `_check_first_run` passed
         self.leaves: list[_Leaf] = []
         self.tree_spec: Any = None
         self.num_outputs = 0
-        self.mutated: list[int] = []
+        self.mutated: list[int] = []  # indices in `inputs`
         self.qualname = ""
         self.overload: Any = None
         # the kernel's result coded in ints for `call_compiling` (None: not expressible)
         self.layout: tuple | None = None
+
+    def mutated_names(self) -> str:
+        return ", ".join(repr(self.inputs[index].shown) for index in self.mutated)
 
     # -- definition -----------------------------------------------------------------------------
 
@@ -461,7 +830,7 @@ class _OpEntry:
 
         fake_args, run = _plan_run(kernel, args)
         leaves, self.tree_spec = pytree.tree_flatten(run.result)
-        arg_tensors = list(_arg_tensors(fake_args))
+        arg_tensors = self._arg_tensors(fake_args)
         outputs: list[torch.Tensor] = []
         for leaf in leaves:
             if isinstance(leaf, torch.Tensor):
@@ -476,33 +845,50 @@ class _OpEntry:
         self.num_outputs = len(outputs)
         self.layout = _encode(run.result, iter(self.leaves))
 
-        written = written_names(kernel)
-        device_inputs = kernel.split.device_inputs
-        written_values = [
-            v
-            for name, v in zip(device_inputs, run.device_values, strict=False)
-            if name in written and isinstance(v, torch.Tensor)
-        ]
+        written = _written_tensors(kernel, run.device_values)
         mutated = set()
-        for value in written_values:
-            for position, _item, tensor in arg_tensors:
+        for value in written:
+            for index, position, _item, tensor in arg_tensors:
                 if value is tensor or torch._C._is_alias_of(value, tensor):
-                    mutated.add(position)
+                    if index is None:
+                        raise exc.TorchIntegrationError(
+                            f"kernel {kernel.name!r} writes into argument "
+                            f"{self.param_names[position]!r}, which is not passed to the "
+                            "custom operator as a tensor"
+                        )
+                    mutated.add(index)
         self.mutated = sorted(mutated)
-        for position in self.mutated:
-            if self.slots[position].kind == "constant":
-                raise exc.TorchIntegrationError(
-                    f"kernel {kernel.name!r} writes into argument {self.param_names[position]!r}, "
-                    "which is not passed to the custom operator as a tensor"
-                )
+
+    def _arg_tensors(self, args: Sequence[Any]) -> list[tuple[int | None, int, Any, Any]]:
+        """(index in `inputs` or None for a baked argument, argument position, where in the
+        argument (`_Leaf.item`), tensor) of every tensor among the (fake) arguments."""
+        found: list[tuple[int | None, int, Any, Any]] = []
+        ordinals: dict[int, int] = {}
+        for index, op_input in enumerate(self.inputs):
+            value = args[op_input.position]
+            if op_input.leaf is not None:
+                slot = self.slots[op_input.position]
+                value = _holes(slot.value, value, [])[op_input.leaf]
+                if isinstance(value, torch.Tensor):
+                    ordinal = ordinals.get(op_input.position, 0)
+                    ordinals[op_input.position] = ordinal + 1
+                    found.append((index, op_input.position, ("leaf", ordinal), value))
+            elif op_input.slot.kind == "tensors":
+                found += [(index, op_input.position, i, t) for i, t in enumerate(value)]
+            elif isinstance(value, torch.Tensor):
+                found.append((index, op_input.position, None, value))
+        for position, slot in enumerate(self.slots):
+            if slot.kind == "constant":
+                found += [(None, position, None, t) for t in iter_tensors([args[position]])]
+        return found
 
     def _classify(
         self, kernel: Kernel, leaf: torch.Tensor, arg_tensors: list, outputs: list
     ) -> _Leaf:
-        for position, item, tensor in arg_tensors:
-            if leaf is tensor:
+        for index, position, item, tensor in arg_tensors:
+            if leaf is tensor and index is not None:
                 return _Leaf("argument", position, item)
-            if torch._C._is_alias_of(leaf, tensor):
+            if leaf is tensor or torch._C._is_alias_of(leaf, tensor):
                 raise exc.TorchIntegrationError(
                     f"kernel {kernel.name!r} returns a view of its argument "
                     f"{self.param_names[position]!r}; custom operators cannot return views of "
@@ -524,16 +910,13 @@ class _OpEntry:
     def schema(self, op_name: str) -> str:
         parts = []
         alias_names = iter(f"a{i}" for i in itertools.count())
-        for position in self.op_positions:
-            slot = self.slots[position]
+        for index, op_input in enumerate(self.inputs):
+            slot = op_input.slot
             arg_type = slot.schema_type
-            if position in self.mutated:
+            if index in self.mutated:
                 alias = next(alias_names)
                 arg_type = "Tensor(" + alias + "!)" + ("[]" if slot.kind == "tensors" else "")
-            name = self.param_names[position]
-            if name in _RESERVED_ARG_NAMES or name.startswith("_"):
-                name = f"{name.strip('_') or 'arg'}_"
-            parts.append(f"{arg_type} {name}")
+            parts.append(f"{arg_type} {op_input.name}")
         if self.num_outputs == 1:
             returns = "Tensor"
         else:
@@ -559,7 +942,7 @@ class _OpEntry:
             # PyTorch takes no backward for an op that mutates its inputs, and without an
             # autograd kernel it would silently record wrong history: refuse instead
             _library.impl(op_name, self._mutating_autograd, "Autograd", with_keyset=True)
-        else:
+        elif self.num_outputs:  # (torch takes no formula for an op without outputs or writes)
             torch.library.register_autograd(
                 self.qualname, self._backward, setup_context=self._setup_context, lib=_library
             )
@@ -568,7 +951,7 @@ class _OpEntry:
     def _mutating_autograd(self, keyset: Any, *inputs: Any) -> Any:
         if torch.is_grad_enabled() and torch._C._any_requires_grad(*inputs):
             kernel = self._kernel()
-            names = ", ".join(repr(self.param_names[p]) for p in self.mutated)
+            names = self.mutated_names()
             raise exc.TorchIntegrationError(
                 f"kernel {kernel.name!r} writes into its argument(s) {names}, so autograd cannot "
                 "record it, and an input requires grad",
@@ -582,11 +965,12 @@ class _OpEntry:
 
     def op_inputs(self, args: Sequence[Any]) -> list[Any]:
         inputs = []
-        for position in self.op_positions:
+        for position, slot in enumerate(self.slots):
             value = args[position]
-            if self.slots[position].container is not None:
-                value = list(value)
-            inputs.append(value)
+            if slot.kind == "container":
+                inputs += _holes(slot.value, value, [])
+            elif slot.kind != "constant":
+                inputs.append(list(value) if slot.container is not None else value)
         return inputs
 
     def kernel_args(self, inputs: Sequence[Any]) -> list[Any]:
@@ -595,6 +979,8 @@ class _OpEntry:
         for slot in self.slots:
             if slot.kind == "constant":
                 args.append(slot.value)
+            elif slot.kind == "container":
+                args.append(_fill(slot.value, values))
             else:
                 value = next(values)
                 args.append(slot.container(value) if slot.container is not None else value)
@@ -643,7 +1029,11 @@ class _OpEntry:
                 leaves.append(outputs[plan.index])
             elif plan.kind == "argument":
                 value = args[plan.index]
-                leaves.append(value if plan.item is None else value[plan.item])
+                if isinstance(plan.item, tuple):  # ("leaf", n): a container's n-th tensor
+                    value = _tensor_leaves(value, [])[plan.item[1]]
+                elif plan.item is not None:
+                    value = value[plan.item]
+                leaves.append(value)
             else:
                 leaves.append(plan.value)
         return pytree.tree_unflatten(leaves, self.tree_spec)
@@ -696,12 +1086,18 @@ class _OpEntry:
                     "when torch.compile / autograd traces it, or return only config-independent tensors.",
                 )
         if bound is not None:
-            missing = _ir_written_names(bound) - written_names(kernel)
+            seen = {id(tensor) for tensor in _written_tensors(kernel, run.device_values)}
+            missing = {
+                name
+                for name, tensor in _ir_written_tensors(bound, run.device_values)
+                if id(tensor) not in seen
+            }
             if missing:
                 raise exc.TorchIntegrationError(
                     f"kernel {kernel.name!r} writes {sorted(missing)} in a way Helion could not see "
                     "in its source, so its custom operator may not declare every mutated argument",
-                    hint="Write into tensors by their own name (`out[tile] = ...`, hl.store(out, ...)).",
+                    hint="Write into tensors by their own name or path (`out[tile] = ...`, "
+                    "`outs[0][tile] = ...`, hl.store(out, ...)).",
                 )
         self.checked_bound.add(key)
 
@@ -732,15 +1128,37 @@ class _OpEntry:
                 f"must return one per kernel argument ({len(self.slots)}: {', '.join(self.param_names)})"
             )
         grads_out = []
-        for position in self.op_positions:
+        for position, slot in enumerate(self.slots):
             grad = result[position]
-            slot = self.slots[position]
-            if slot.kind == "scalar":
-                grad = None
-            elif slot.kind == "tensors" and grad is not None:
-                grad = list(grad)
-            grads_out.append(grad)
+            if slot.kind == "container":
+                grads_out += self._leaf_grads(kernel, position, slot, grad)
+            elif slot.kind == "scalar":
+                grads_out.append(None)
+            elif slot.kind != "constant":
+                grads_out.append(
+                    list(grad) if slot.kind == "tensors" and grad is not None else grad
+                )
         return tuple(grads_out)
+
+    def _leaf_grads(self, kernel: Kernel, position: int, slot: _Slot, grad: Any) -> list[Any]:
+        """The gradients of a container argument's leaves, from the backward's gradient for
+        the argument: None, or a container of the argument's structure."""
+        if grad is None:
+            return [None] * len(slot.leaves)
+        try:
+            grads = _holes(slot.value, grad, [])
+        except ValueError:
+            grads = None
+        if grads is None or len(grads) != len(slot.leaves):
+            raise exc.TorchIntegrationError(
+                f"the backward of kernel {kernel.name!r} returned a {type(grad).__name__} for "
+                f"its container argument {self.param_names[position]!r}; give None, or a "
+                "container of the argument's structure holding the gradient of each tensor"
+            )
+        return [
+            g if s.kind == "tensor" else None
+            for (_, _, s), g in zip(slot.leaves, grads, strict=True)
+        ]
 
 
 def _encode(value: Any, leaves: Any) -> tuple | None:
@@ -758,24 +1176,33 @@ def _encode(value: Any, leaves: Any) -> tuple | None:
     if leaf.kind == "output":
         return (_OUTPUT, leaf.index)
     if leaf.kind == "argument":
+        if isinstance(leaf.item, tuple):
+            return (_ARGUMENT_LEAF, leaf.index, leaf.item[1])
         return (_ARGUMENT, leaf.index, -1 if leaf.item is None else leaf.item)
     if isinstance(leaf.value, (bool, int, float)):
         return (_NUMBER, leaf.value)
     return None
 
 
-def _arg_tensors(args: Sequence[Any]):
-    for position, value in enumerate(args):
-        if isinstance(value, torch.Tensor):
-            yield position, None, value
-        elif isinstance(value, (list, tuple)) and not isinstance(value, ConstExpr):
-            for item, element in enumerate(value):
-                if isinstance(element, torch.Tensor):
-                    yield position, item, element
+def _schema_name(name: str, taken: set[str]) -> str:
+    """``name`` as an argument name of an operator schema: an identifier of ASCII letters,
+    digits and underscores, not a reserved word nor starting with ``_``, and unlike the names
+    in ``taken`` (to which it is added)."""
+    name = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    if name in _RESERVED_ARG_NAMES or name.startswith("_") or name[:1].isdigit():
+        name = f"{name.strip('_') or 'arg'}_"
+        if name[:1].isdigit():
+            name = f"arg_{name}"
+    unique, suffix = name, 1
+    while unique in taken:
+        unique = f"{name}_{suffix}"
+        suffix += 1
+    taken.add(unique)
+    return unique
 
 
 def _mutating_backward_error(kernel: Kernel, entry: _OpEntry) -> exc.TorchIntegrationError:
-    names = ", ".join(repr(entry.param_names[p]) for p in entry.mutated)
+    names = entry.mutated_names()
     return exc.TorchIntegrationError(
         f"kernel {kernel.name!r} writes into its argument(s) {names}; PyTorch cannot attach a "
         "backward to an operator that mutates its inputs",
