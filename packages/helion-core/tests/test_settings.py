@@ -153,6 +153,14 @@ def test_keyword_overrides_env(monkeypatch: pytest.MonkeyPatch) -> None:
         ("HELION_REBENCHMARK_THRESHOLD", "x", "number"),
         ("HELION_INTERPRET", "sometimes", "HELION_INTERPRET"),
         ("HELION_AUTOTUNER_INITIAL_POPULATION", "from_nowhere", "from_random"),
+        ("HELION_AUTOTUNE_BUDGET_SECONDS", "nan", "expected a number"),
+        ("HELION_REBENCHMARK_THRESHOLD", "NaN", "expected a number"),
+        ("HELION_AUTOTUNER", "NoSuchSearch", "not a search algorithm"),
+        ("HELION_AUTOTUNER", "patern", "did you mean 'pattern'"),
+        # boolean variables that are not fields are checked with the settings too
+        ("HELION_SKIP_CACHE", "maybe", "1/true/yes/on"),
+        ("HELION_ASSERT_CACHE_HIT", "maybe", "1/true/yes/on"),
+        ("HELION_DISALLOW_AUTOTUNING", "maybe", "1/true/yes/on"),
     ],
 )
 def test_bad_env_values(monkeypatch: pytest.MonkeyPatch, var: str, raw: str, fragment: str) -> None:
@@ -178,6 +186,10 @@ def test_bad_env_values(monkeypatch: pytest.MonkeyPatch, var: str, raw: str, fra
         ({"autotune_seed_configs": [3]}, "Config or dict"),
         ({"index_dtype": torch.float16}, "torch.int32 or torch.int64"),
         ({"autotune_log_level": True}, "logging level"),
+        ({"autotune_budget_seconds": float("nan")}, "expected a number"),
+        ({"pallas_topk_recall_target": float("nan")}, "expected a number"),
+        ({"autotune_search": "annealing"}, "not a search algorithm"),
+        ({"autotune_search": 3}, "name of a search algorithm"),
     ],
 )
 def test_bad_keyword_values(kwargs: dict[str, object], fragment: str) -> None:
@@ -351,6 +363,45 @@ def test_cache_dir_and_skip_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setenv("HELION_SKIP_CACHE", "bogus")
     with pytest.raises(ValueError, match="HELION_SKIP_CACHE"):
         settings_mod.skip_cache()
+
+
+def test_autotune_search_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import helion.autotuner.search as search_module
+    from helion.autotuner.search import RandomSearch
+
+    # registry names, class names and public Helion's spellings, as the autotuner resolves them
+    for name in ("surrogate", "pattern", "PatternSearch", "LFBOTreeSearch", "de", ""):
+        assert Settings(autotune_search=name).autotune_search == name
+    monkeypatch.setenv("HELION_AUTOTUNER", "random")
+    assert Settings().autotune_search == "random"
+    with pytest.raises(exc.InvalidSetting, match="registered_later"):
+        Settings(autotune_search="registered_later")
+
+    class RegisteredLater(RandomSearch):
+        name = "registered_later"
+
+    # what register_search("registered_later", RegisteredLater) does, undone after the test
+    monkeypatch.setitem(search_module._registered, "registered_later", RegisteredLater)
+    assert Settings(autotune_search="registered_later").autotune_search == "registered_later"
+    settings = Settings()
+    with pytest.raises(exc.InvalidSetting, match="not a search algorithm"):
+        settings.autotune_search = "nope"
+
+
+def test_float_settings_reject_nan_but_take_inf() -> None:
+    assert Settings(autotune_budget_seconds=float("inf")).autotune_budget_seconds == float("inf")
+    with pytest.raises(exc.InvalidSetting, match="autotune_rebenchmark_threshold"):
+        Settings(autotune_rebenchmark_threshold=float("nan"))
+
+
+def test_cache_switches_are_not_silently_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helion.autotuner.cache import cache_disabled
+
+    monkeypatch.setenv("HELION_SKIP_CACHE", "yes")
+    assert cache_disabled() is True
+    monkeypatch.setenv("HELION_SKIP_CACHE", "maybe")
+    with pytest.raises(exc.InvalidSetting, match="HELION_SKIP_CACHE"):
+        cache_disabled()
 
 
 def test_cache_dir_without_platformdirs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,10 +64,14 @@ def cache_root() -> Path:
 
 
 def cache_disabled() -> bool:
+    from helion import exc
+
     try:
         from helion.runtime.settings import skip_cache
 
         return bool(skip_cache())
+    except exc.InvalidSetting:
+        raise  # HELION_SKIP_CACHE=maybe: not a boolean
     except Exception:
         return os.environ.get("HELION_SKIP_CACHE", "").strip().lower() in ("1", "true", "yes", "on")
 

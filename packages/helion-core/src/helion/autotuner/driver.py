@@ -555,10 +555,14 @@ def _kernel_name(bound: Any) -> str:
 
 
 def _assert_cache_hit() -> bool:
+    from helion import exc
+
     try:
         from helion.runtime.settings import assert_cache_hit
 
         return bool(assert_cache_hit())
+    except exc.InvalidSetting:
+        raise  # HELION_ASSERT_CACHE_HIT=maybe: not a boolean
     except Exception:
         return False
 

@@ -125,6 +125,8 @@ def _parse_float(raw: object, source: str, *, minimum: float | None = None) -> f
             raise _invalid(source, f"expected a number, got {raw!r}") from None
     else:
         raise _invalid(source, f"expected a number, got {raw!r} ({type(raw).__name__})")
+    if value != value:  # every comparison with NaN is False: it would pass any bound below
+        raise _invalid(source, f"expected a number, got {raw!r}")
     if minimum is not None and value < minimum:
         raise _invalid(source, f"must be >= {minimum}, got {value}")
     return value
@@ -289,6 +291,33 @@ def parse_autotune_cache(raw: object, source: str = "autotune_cache") -> str:
 
 def parse_dot_precision(raw: object, source: str = "dot_precision") -> str:
     return _parse_choice(raw, source, DOT_PRECISIONS)
+
+
+def parse_autotune_search(raw: object, source: str = "autotune_search") -> str:
+    """A search name the autotuner knows (``helion.autotuner.search.get_search``): a built-in,
+    one given to ``register_search`` or by a plugin, their class names and public Helion's
+    spellings. Checked when the Settings are made, so a search registered later cannot be named
+    (register it before creating the kernel)."""
+    if not isinstance(raw, str):
+        raise _invalid(source, f"expected the name of a search algorithm, got {raw!r}")
+    name = raw.strip()
+    if name in ("", "surrogate"):  # "": the effort's default search; no autotuner import
+        return name
+    from helion.autotuner.search import get_search
+    from helion.autotuner.search import search_algorithms
+
+    try:
+        get_search(name)
+    except ValueError:
+        available = sorted(search_algorithms())
+        close = difflib.get_close_matches(name.lower(), available, n=1)
+        suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _invalid(
+            source,
+            f"{raw!r} is not a search algorithm; use one of {', '.join(map(repr, available))}"
+            f"{suggestion}",
+        ) from None
+    return name
 
 
 def _parse_acf_list(raw: object, source: str) -> list[str]:
@@ -716,7 +745,7 @@ class _SettingsFields:
     )
     autotune_search: str = _setting(
         "HELION_AUTOTUNER",
-        _parse_str,
+        parse_autotune_search,
         "surrogate",
         "Name of the search algorithm the autotuner runs.",
     )
@@ -783,6 +812,14 @@ CODEGEN_FIELDS: tuple[str, ...] = (
 )
 
 
+#: boolean environment variables that are not Settings fields (see the end of this module)
+_ENV_SWITCHES: tuple[str, ...] = (
+    "HELION_SKIP_CACHE",
+    "HELION_ASSERT_CACHE_HIT",
+    "HELION_DISALLOW_AUTOTUNING",
+)
+
+
 def _unknown_setting(name: str) -> TypeError:
     close = difflib.get_close_matches(name, _FIELD_NAMES, n=3, cutoff=0.6)
     suggestion = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
@@ -809,6 +846,10 @@ class Settings(_SettingsFields):
         object.__setattr__(self, name, info.coerce(value, name))
 
     def _check_combinations(self) -> None:
+        # the boolean variables that are not fields are read where they act (a tuning run, a
+        # cache lookup); a value that is not a boolean is reported now, as for the fields
+        for name in _ENV_SWITCHES:
+            env_bool(name, False)
         if self.ref_mode is RefMode.EAGER:
             if self.print_output_code:
                 raise exc.RefEagerModeCodePrintError
