@@ -222,6 +222,29 @@ class Backend(abc.ABC):
         option = "jax_fn=True" if jax_fn else "allow_helion_deps=False"
         raise exc.OutputCodeUnsupported(f"to_code(options=OutputCodeOptions({option}))", self.name)
 
+    def default_launcher(self, kernel: Any, grid: Any, *args: Any, **options: Any) -> Any:
+        """Launch a kernel written in this backend's own language on torch ``args``.
+
+        What ``helion.runtime.default_launcher`` (Triton), ``default_pallas_launcher`` and
+        ``default_cute_launcher`` call, through the backend registry, so that core imports no
+        backend: they run kernels written by hand, or generated code that calls a launcher, as
+        this backend's compiled kernels are run (e.g. through an interpreter on CPU). The
+        default supports none.
+
+        Args:
+            kernel: The backend's kernel object (a ``@triton.jit`` function, a Pallas kernel
+                body, a CuTe DSL host function).
+            grid: The launch grid, as the backend's toolkit takes it (None where it has none).
+            args: The kernel's arguments: torch tensors and Python values.
+            options: The backend's launch options.
+
+        Raises:
+            helion.exc.BackendUnsupported: This backend launches no hand-written kernels.
+        """
+        from helion import exc
+
+        raise exc.BackendUnsupported("launching a kernel given by hand", self.name)
+
     def prepare_autotune(self, device: torch.device) -> None:
         """Per-process setup the autotuner runs once in the tuning process before any candidate
         runs in a child process (forked children inherit what it settles).
