@@ -26,7 +26,10 @@ def tile_factories(x: torch.Tensor) -> torch.Tensor:
         out[2, tm, tn] = torch.full([tm, tn], 2.5, dtype=x.dtype) - x[tm, tn]
         out[3, tm, tn] = x[tm, tn] + x.new_zeros([tm, tn]) + x.new_full([tm, tn], 0.5)
         empty = torch.empty([tm, tn], dtype=x.dtype)
-        out[4, tm, tn] = torch.where(x[tm, tn] > 0, x[tm, tn], x[tm, tn] + 0 * empty)
+        # uninitialized memory may hold nan or inf (eager mode reads real memory): made finite
+        out[4, tm, tn] = torch.where(
+            x[tm, tn] > 0, x[tm, tn], x[tm, tn] + 0 * torch.nan_to_num(empty)
+        )
     return out
 
 
