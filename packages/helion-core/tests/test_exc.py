@@ -82,6 +82,7 @@ ERROR_NAMES = [
     "CantCombineTypesInControlFlow",
     "ErrorCompilingKernel",
     "NoTensorArgs",
+    "VariantConfigMismatch",
     "InvalidConfig",
     "InductorLoweringError",
     "DecoratorAfterHelionKernelDecorator",

@@ -779,14 +779,9 @@ def _torch_type_error(call: Callable) -> str:
     return str(info.value)
 
 
-# torch's argument parser rejects these calls before any table handler runs: only the tracer
-# sees the TypeError (`type_error_at_call` in helion.frontend.torch_table turns it into this error)
-_AT_THE_CALL = pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="Tracer.trace does not yet pass torch's TypeError to torch_table.type_error_at_call",
-)
-
+# torch's argument parser rejects the last two calls before any table handler runs: only the
+# tracer sees the TypeError (`Tracer.trace` passes it to `type_error_at_call` in
+# helion.frontend.torch_table, which turns it into this error)
 TYPE_ERRORS = [
     pytest.param(
         transpose_str_dim,
@@ -808,7 +803,6 @@ TYPE_ERRORS = [
         "torch.ones(tile_m, tile_n)",
         _torch_type_error(lambda: torch.ones(object(), object())),
         id="ones_of_positional_tiles",
-        marks=_AT_THE_CALL,
     ),
     pytest.param(
         zeros_with_str_dtype,
@@ -816,7 +810,6 @@ TYPE_ERRORS = [
         'torch.zeros([tile_m, tile_n], dtype="float32")',
         _torch_type_error(lambda: torch.zeros([2, 3], dtype="float32")),
         id="zeros_with_str_dtype",
-        marks=_AT_THE_CALL,
     ),
 ]
 

@@ -46,6 +46,17 @@ def kernel(
     if config is not None and configs is not None:
         raise ValueError("give either config= or configs=, not both")
     if config is not None:
+        if not isinstance(config, (Config, dict)):
+            from helion.runtime.kernel import _describe_value
+
+            several = isinstance(config, (list, tuple))
+            raise exc.InvalidConfig(
+                "helion.kernel(config=...) takes one helion.Config (or a dict of its entries); "
+                f"got {_describe_value(config)}",
+                hint="For several configs for the autotuner to choose from, pass configs=[...]."
+                if several
+                else "e.g. config=helion.Config(block_sizes=[64])",
+            )
         configs = [config]
     if "settings" in settings:
         if len(settings) != 1:

@@ -448,7 +448,15 @@ class ClosureMutation(BaseError):
 
 
 class GlobalMutation(BaseError):
-    message = "Global mutation (of {0}) is not allowed in a function."
+    message = (
+        "Global mutation (of {0}) is not allowed inside the `hl.tile` or `hl.grid` loop: "
+        "device code cannot change Python globals."
+    )
+    hint = (
+        "Device code is traced once and runs on the device, where Python globals do not exist: "
+        "write the value into a tensor (out[tile] = ...), or change the global in host code, "
+        "before or after the loops."
+    )
 
 
 class DecoratorAfterHelionKernelDecorator(BaseError):
@@ -512,6 +520,39 @@ class UnsupportedPythonType(BaseError):
 
 class UndefinedVariable(BaseError):
     message = "{0!s} is not defined."
+
+
+class DeviceTypeError(BaseError, TypeError):
+    """A TypeError raised by the kernel's own device code while it was traced: a call with
+    arguments the function does not take, an operation on a value of the wrong kind (None, a
+    list, a host tensor where a device value is needed)."""
+
+    message = "{0!s}"
+    hint = (
+        "Device code runs once, on proxy values, while the kernel is traced: check the "
+        "arguments of the call and the kinds of the values on this line."
+    )
+
+
+class DeviceAttributeError(BaseError, AttributeError):
+    """An attribute device code asked of a device value, a tile or a host tensor that it does
+    not have (still an AttributeError, so `hasattr` and `getattr(x, name, default)` work)."""
+
+    message = "{0} has no attribute {1!r}{2}"
+    defaults = ("A device value", "?", "")
+
+
+class DeviceRecursionError(BaseError, RecursionError):
+    """Device code that recursed without end while it was traced."""
+
+    message = (
+        "Maximum recursion depth exceeded while tracing device code (a helper function that "
+        "calls itself without end?)"
+    )
+    hint = (
+        "Device code is traced once, in Python: a recursive helper must stop on a condition "
+        "known while tracing (a Python int, a constant), not on a device value."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -653,6 +694,25 @@ class ShapeMismatch(BaseError):
             _rebuild,
             (type(self), (self.first, self.second), {}, self.loc, self._hint_override),
         )
+
+
+class NegativeSize(BaseError):
+    message = "Negative size {0} in {1}: sizes of device tensors are 0 or more."
+    defaults = ("?", "a shape")
+
+
+class IntegerDivisionByZero(BaseError):
+    """An integer division or remainder by a divisor that is the constant 0 (torch raises
+    ZeroDivisionError for it on CPU; compiled kernels would give a value that differs between
+    backends)."""
+
+    message = "Integer {0} by zero: {1}."
+    defaults = ("division", "the divisor is the constant 0")
+    hint = (
+        "Guard the divisor (e.g. torch.where(d == 0, 1, d)), or divide in floating point. "
+        "A divisor that is 0 only at run time is not checked: integer division by zero is "
+        "undefined in compiled kernels."
+    )
 
 
 class DotBatchDimensionMismatch(BaseError):
@@ -943,6 +1003,22 @@ class NotEnoughConfigs(BaseError):
         return (_rebuild, (type(self), (self.detail,), {}, self.loc, self._hint_override))
 
 
+class VariantConfigMismatch(BaseError):
+    """Host values that change between calls of one specialization key (a container the host
+    code builds, e.g. of another length) made the device code trace to other loops than the
+    kernel's config was made for."""
+
+    message = (
+        "Kernel {0!r} was traced again for {1}, and that trace has other loops than the one its "
+        "config was made for ({2}): one config cannot run both"
+    )
+    hint = (
+        "Pass such a container as a kernel argument (its structure is part of the "
+        "specialization key, so each structure gets its own config), or give @helion.kernel a "
+        "key= function returning what decides it (e.g. the length)."
+    )
+
+
 class AutotuneMultiError(BaseError):
     """``Kernel.autotune_multi`` cannot tune these argument sets together."""
 
@@ -1123,6 +1199,16 @@ class TypeInferenceError(BaseError):
     message = "{0}"
 
 
+class UnsupportedDtype(TypeInferenceError):
+    """An op on values of a dtype torch computes little in: float8 (which loads, stores, casts,
+    compares for equality and feeds matmul) and uint16 / uint32 / uint64. Refused for every
+    backend where torch refuses it (`helion.language._ops.check_dtype_support`)."""
+
+    message = "{0} is not supported on {1} values: {2}."
+    defaults = ("This op", "these", "torch does not compute it in this dtype")
+    hint = "Cast to a wider float first (x.to(torch.float32)), and cast the result back if needed."
+
+
 class InternalError(BaseError):
     message = "Internal error: {0!s}"
     hint = "This is a bug in Helion; please report it with the kernel that triggered it."
@@ -1254,6 +1340,27 @@ class ZeroLengthSlice(BackendUnsupported):
 class GeneratorKernel(BaseError):
     message = "Kernel {0!r} uses `{1}`: a Helion kernel must be a plain function, not a {2}."
     hint = "A kernel runs once per call: write its results into output tensors and return them."
+
+
+class KernelNotAFunction(BaseError):
+    message = "helion.kernel() takes a Python function defined with `def`; got {0}."
+    hint = (
+        "Write the kernel as `def name(args): ...` (at module level: its source is read) and "
+        "decorate it with @helion.kernel, or pass that function to helion.kernel(fn, ...)."
+    )
+
+
+class WriteToOverlappingTensor(BaseError):
+    message = (
+        "{0} into {1!r}, a tensor whose elements {2} in memory (shape {3}, strides {4}): "
+        "several of its elements are one memory location, so what it holds afterwards would "
+        "depend on the order of the writes."
+    )
+    hint = (
+        "Write into a tensor with memory of its own for each element: pass `t.contiguous()` or "
+        "`t.clone()` instead of an `expand()`ed or overlapping `as_strided` view (then copy the "
+        "result back if needed). Reading from such a tensor is fine."
+    )
 
 
 class ComprehensionOnDevice(BaseError):

@@ -333,9 +333,13 @@ def check_core(backend: Backend, ir: KernelIR) -> None:
         helion.exc.TensorOnMetaDevice: A tensor the device code uses is on the meta device.
         helion.exc.ZeroLengthSlice: A load or store of a length-0 slice, on a backend that does
             not declare :attr:`Backend.zero_length_slices`.
+        helion.exc.WriteToOverlappingTensor: A store or atomic into a tensor whose elements
+            overlap in memory (an ``expand()``ed view).
     """
     from helion import exc
+    from helion.passes.write_overlap import check_overlapping_writes
 
+    check_overlapping_writes(ir)
     # meta tensors have shapes but no memory: a launch would read and write nothing (ref) or
     # fail inside the backend's toolkit (DLPack, a device copy)
     meta = [repr(tensor.name) for tensor in ir.tensor_args if tensor.device.type == "meta"]

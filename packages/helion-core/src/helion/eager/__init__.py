@@ -37,11 +37,64 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
         raise exc.IncompatibleInterpretModes()
     if settings is not None and getattr(settings, "print_output_code", False):
         raise exc.RefEagerModeCodePrintError()
-    fn = _with_device_replacements(getattr(kernel, "fn", kernel))
+    original = getattr(kernel, "fn", kernel)
+    from helion.frontend.ast_rewrite import check_eager_global_writes
+    from helion.frontend.ast_rewrite import in_device_loop
+
+    check_eager_global_writes(original)  # device code may not assign globals (as compiled)
+    fn = _with_device_replacements(original)
     values = tuple(a.value if isinstance(a, ConstExpr) else a for a in args)
     mode = EagerMode(kernel, values)
-    with active_mode(mode), EagerTorchMode(mode):
-        return fn(*values)
+    try:
+        with active_mode(mode), EagerTorchMode(mode):
+            return fn(*values)
+    except exc.BaseError as error:
+        # an error raised where no location was at hand: the kernel's line it came from, as
+        # compiled kernels report it
+        if error.loc is None:
+            loc = _kernel_line(original, error.__traceback__)
+            if loc is not None:
+                error.with_location(loc)
+        raise
+    except RecursionError as error:
+        loc = _kernel_line(original, error.__traceback__)
+        if loc is None or not in_device_loop(original, loc.filename, loc.lineno):
+            raise
+        raise exc.DeviceRecursionError(loc=loc) from None
+    except (TypeError, AttributeError) as error:
+        # raised by a line of device code itself, as compiled kernels report it
+        tb = error.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code if tb is not None else None
+        if code is None or not in_device_loop(original, code.co_filename, tb.tb_lineno):
+            raise
+        loc = exc.SourceLocation.from_frame(tb)
+        if isinstance(error, TypeError):
+            raise exc.DeviceTypeError(f"TypeError: {error}", loc=loc) from error
+        head, found, _ = str(error).partition(" has no attribute ")
+        raise exc.DeviceAttributeError(
+            head if found else str(error), getattr(error, "name", None) or "?", loc=loc
+        ) from error
+
+
+def _kernel_line(fn: Any, tb: Any) -> exc.SourceLocation | None:
+    """The innermost frame of a traceback that runs `fn`'s own lines (its body, or a helper
+    defined among them)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    first, last = code.co_firstlineno, max(lines, default=code.co_firstlineno)
+    found = None
+    while tb is not None:
+        frame_code = tb.tb_frame.f_code
+        if frame_code.co_filename == code.co_filename and first <= tb.tb_lineno <= last:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    return exc.SourceLocation.from_frame(found)
 
 
 def _with_device_replacements(fn: Any) -> Any:

@@ -12,6 +12,8 @@ tensors.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 from typing import Sequence
 
@@ -145,9 +147,59 @@ class Gather:
         )
 
 
-def load(tensor: torch.Tensor, index: Any, mask: Any = None) -> torch.Tensor:
+def check_bounds(
+    tensor: torch.Tensor, items: Sequence[Any], access: str, name: str | None = None
+) -> None:
+    """An unmasked access whose tile, int or index tensor reaches outside `tensor` is refused
+    with the error compiled kernels give (`IndexOutOfBounds`), where torch would clamp a slice,
+    wrap a negative index or raise an IndexError of its own."""
+    dim = 0
+    for item in items:
+        if item is None:
+            continue
+        if dim >= tensor.ndim:
+            return  # too many indices: torch's own error names it
+        size = tensor.shape[dim]
+        outside = None
+        if isinstance(item, RefTile):
+            if item.end > item.begin and (item.begin < 0 or item.end > size):
+                outside = item.begin if item.begin < 0 else max(item.begin, size)
+        elif isinstance(item, torch.Tensor) and item.ndim > 0:
+            if not (item.dtype.is_floating_point or item.dtype == torch.bool) and item.numel():
+                bad = (item < 0) | (item >= size)
+                if bool(bad.any()):
+                    outside = int(item[bad].reshape(-1)[0])
+        elif isinstance(item, (int, torch.Tensor)) and not isinstance(item, bool):
+            value = int(item.item()) if isinstance(item, torch.Tensor) else int(item)
+            if not -size <= value < size:
+                outside = value
+        if outside is not None:
+            raise exc.IndexOutOfBounds(access, name or _local_name(tensor), outside, dim, size)
+        dim += 1
+
+
+_HELION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _local_name(tensor: torch.Tensor) -> str:
+    """The name the kernel's code holds `tensor` under (for error messages), or '?'."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not os.path.abspath(frame.f_code.co_filename).startswith(_HELION_DIR):
+            for name, value in frame.f_locals.items():
+                if value is tensor:
+                    return name
+        frame = frame.f_back
+    return "?"
+
+
+def load(
+    tensor: torch.Tensor, index: Any, mask: Any = None, name: str | None = None
+) -> torch.Tensor:
     """`tensor[index]` as a new tensor (never a view), masked lanes reading 0."""
     items = normalize_index(tensor, index)
+    if mask is None:
+        check_bounds(tensor, items, "load", name)
     if mask is None and is_basic(items):
         return tensor[basic_index(items)].clone()
     gather = Gather(tensor, items)
@@ -182,9 +234,13 @@ def _fit_value(value: Any, shape: tuple, dtype: torch.dtype, device: torch.devic
     return value.to(dtype)
 
 
-def store(tensor: torch.Tensor, index: Any, value: Any, mask: Any = None) -> None:
+def store(
+    tensor: torch.Tensor, index: Any, value: Any, mask: Any = None, name: str | None = None
+) -> None:
     """`tensor[index] = value`; with a mask, only the lanes where it is true are written."""
     items = normalize_index(tensor, index)
+    if mask is None:
+        check_bounds(tensor, items, "store", name)
     if mask is None and is_basic(items):
         basic = basic_index(items)
         target_shape = tensor[basic].shape

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dis
 import itertools
+import re
 import sys
 from typing import Any
 from typing import Callable
@@ -33,6 +34,7 @@ from helion.containers import iter_tensors
 from helion.eager import indexing
 from helion.eager import rng
 from helion.eager import sorting
+from helion.eager.carried import CarriedCheck
 from helion.eager.jagged import encloses_jagged
 from helion.eager.jagged import jagged_end
 from helion.eager.stack import EagerStackTensor
@@ -74,14 +76,17 @@ def _int(value: Any, what: str) -> int:
             raise exc.TypeInferenceError(
                 f"{what} must be a scalar, got a tensor of shape {list(value.shape)}"
             )
+        if value.dtype.is_floating_point or value.dtype.is_complex:
+            raise exc.TypeInferenceError(f"{what} must be an integer, got a {value.dtype} value")
         with torch._C.DisableTorchFunction():
             return int(value.item())
     if isinstance(value, bool) or not isinstance(value, int):
         try:
             return int(value.__index__())
         except (AttributeError, TypeError):
+            shown = f" {value!r}" if isinstance(value, (float, str)) else ""
             raise exc.TypeInferenceError(
-                f"{what} must be an int, got {type(value).__name__}"
+                f"{what} must be an int, got {type(value).__name__}{shown}"
             ) from None
     return int(value)
 
@@ -370,12 +375,18 @@ class EagerTorchMode(TorchFunctionMode):
             return random(self.mode, *args, **kwargs)
         handler = _MATMUL_HANDLERS.get(func) or sorting.HANDLERS.get(func)
         if handler is not None:
-            return handler(*tiles_to_indices(args), **tiles_to_indices(kwargs))
+            try:
+                return handler(*tiles_to_indices(args), **tiles_to_indices(kwargs))
+            except RuntimeError as error:
+                raise _helion_error(error, func)  # noqa: B904
         inplace = _INPLACE.get(func)
         if inplace is None and func in _INPLACE_METHODS and _is_augmented_assignment():
             inplace = _INPLACE_METHODS[func]
         if inplace is not None:
-            return inplace(*tiles_to_indices(args), **kwargs)
+            try:
+                return inplace(*tiles_to_indices(args), **kwargs)
+            except RuntimeError as error:
+                raise _helion_error(error, inplace)  # noqa: B904
         if func in _NO_IDENTITY:
             _check_not_empty(func, args, kwargs, self.mode.kernel)
         if func in _REFUSED_INPLACE:
@@ -389,7 +400,44 @@ class EagerTorchMode(TorchFunctionMode):
             args, kwargs = tiles_to_indices(args), tiles_to_indices(kwargs)
         if func in _CREATION_FUNCS and "device" not in kwargs:
             kwargs = dict(kwargs, device=self.mode.device)
-        return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as error:
+            raise _helion_error(error, func)  # noqa: B904
+
+
+_SHAPE_ERRORS = (
+    "must match the size of tensor",
+    "is invalid for input of size",
+    "The expanded size of the tensor",
+    "cannot be multiplied",
+    "shape mismatch",
+)
+_NEGATIVE_SIZE = re.compile(r"negative dimension (-\d+)")
+
+
+def _helion_error(error: RuntimeError, func: Any) -> BaseException:
+    """The error compiled kernels give for what a torch call in device code raised (shapes that
+    do not broadcast, a negative size, an integer division by zero), else `error` itself. The
+    kernel's line is added by `run_eager`."""
+    translated = _translate(error, func)
+    return error if translated is None else translated
+
+
+def _translate(error: RuntimeError, func: Any) -> exc.BaseError | None:
+    if isinstance(error, exc.BaseError):
+        return None
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    name = getattr(func, "__name__", str(func))
+    if any(pattern in text for pattern in _SHAPE_ERRORS):
+        return exc.ShapeMismatch(f"{text} (in {name})")
+    negative = _NEGATIVE_SIZE.search(text)
+    if negative:
+        return exc.NegativeSize(int(negative.group(1)), f"the shape of {name}")
+    if text == "ZeroDivisionError":
+        kind = "remainder" if any(k in name for k in ("mod", "remainder")) else "division"
+        return exc.IntegerDivisionByZero(kind, "a lane of the divisor is 0")
+    return None
 
 
 class BlockSizeValue(int):
@@ -443,7 +491,7 @@ class EagerMode:
             begins = list(begin_or_end) if _is_sequence(begin_or_end) else [begin_or_end]
             ends = list(end_or_none) if _is_sequence(end_or_none) else [end_or_none]
         if len(begins) != len(ends):
-            raise exc.RankMismatch(len(begins), len(ends), " (begin and end of hl.tile)")
+            raise exc.RankMismatch(len(begins), len(ends), "begin and end of hl.tile")
         begin_ints = [_int(b, "a loop bound") for b in begins]
         end_ints = [_int(e, "a loop bound") for e in ends]
         return multi, begin_ints, end_ints
@@ -455,7 +503,7 @@ class EagerMode:
         if _is_sequence(block_size):
             block_sizes = list(block_size)
             if len(block_sizes) != len(ends):
-                raise exc.RankMismatch(len(ends), len(block_sizes), " (block_size of hl.tile)")
+                raise exc.RankMismatch(len(ends), len(block_sizes), "block_size of hl.tile")
         else:
             block_sizes = [block_size] * len(ends)
         if encloses_jagged(self.fn):
@@ -511,12 +559,19 @@ class EagerMode:
         return make_stack(tensor_like, dev_ptrs, self.args, self.depth)
 
     def _loop(self, per_dim: list[list[Any]], multi: bool) -> Iterator[Any]:
+        # a nested loop's carried values keep their types, as compiled kernels require (the
+        # frame resuming this generator is the one running the `for`)
+        carried = CarriedCheck(sys._getframe(1)) if self.depth else None
         self.depth += 1
         self.running_tiles.append(())
         try:
-            for combo in itertools.product(*per_dim):
+            for position, combo in enumerate(itertools.product(*per_dim)):
+                if carried is not None and position:
+                    carried.check()
                 self.running_tiles[-1] = combo
                 yield tuple(combo) if multi else combo[0]
+            if carried is not None:
+                carried.check()
         finally:
             self.running_tiles.pop()
             self.depth -= 1
@@ -572,15 +627,27 @@ class EagerMode:
     def _size(self, item: Any) -> int:
         if isinstance(item, RefTile):
             return item.extent
-        return _int(item, "a shape entry")
+        size = _int(item, "a shape entry")
+        if size < 0:
+            raise exc.NegativeSize(size)
+        return size
 
     def hl_full(self, shape: list, value: Any, dtype: torch.dtype) -> torch.Tensor:
         self._device_only("full")
         sizes = [self._size(s) for s in shape]
         if isinstance(value, ConstExpr):
             value = value.value
+        if isinstance(value, RefTile):
+            value = value.index
         with torch._C.DisableTorchFunction():
             if isinstance(value, torch.Tensor):
+                if value.ndim != 0:
+                    raise exc.ShapeMismatch(
+                        "hl.full fills a tensor with one value, got a device tensor of shape "
+                        f"{list(value.shape)}",
+                        hint="Pass a number or a 0-D value; to broadcast a tensor to a shape use "
+                        "value.expand(...) or value[:, None] + hl.zeros([...]).",
+                    )
                 return torch.zeros(sizes, dtype=dtype, device=self.device).fill_(value.reshape(()))
             if not isinstance(value, (bool, int, float)):
                 raise exc.TypeInferenceError(
@@ -610,6 +677,9 @@ class EagerMode:
             )
         else:
             raise exc.NotAllowedOnDevice("hl.arange with a step")
+        if end < start:
+            call = f"hl.arange({start}, {end})" if len(args) == 2 else f"hl.arange({end})"
+            raise exc.NegativeSize(end - start, call)
         with torch._C.DisableTorchFunction():
             return torch.arange(start, end, dtype=dtype or self.index_dtype, device=self.device)
 
@@ -730,6 +800,35 @@ class EagerMode:
         from helion.language import _float4
 
         return _float4.unpack(value)
+
+    def hl_load_float4_e2m1fn_x16_to_float16(
+        self, storage: Any, group_offsets: Any, extra_mask: Any = None
+    ) -> tuple:
+        from helion.language import _x16
+
+        return self._load_x16(_x16.FP4_API, storage, group_offsets, extra_mask)
+
+    def hl_load_bfloat16_x16_to_float16(
+        self, storage: Any, group_offsets: Any, extra_mask: Any = None
+    ) -> tuple:
+        from helion.language import _x16
+
+        return self._load_x16(_x16.BF16_API, storage, group_offsets, extra_mask)
+
+    def _load_x16(self, api: str, storage: Any, group_offsets: Any, extra_mask: Any) -> tuple:
+        from helion.language import _x16
+
+        self._device_only(api.removeprefix("hl."))
+        if not isinstance(storage, torch.Tensor):
+            raise exc.TypeInferenceError(
+                f"{api} reads memory: its storage must be a kernel tensor argument, "
+                f"got {type(storage).__name__}"
+            )
+        group_offsets = tiles_to_indices(group_offsets)
+        extra_mask = tiles_to_indices(extra_mask)
+        _x16.check_storage(api, storage)
+        _x16.check_offsets(api, group_offsets)
+        return _x16.load_x16(api, storage, group_offsets, extra_mask)
 
     def hl_triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
         from helion.eager import special_ops

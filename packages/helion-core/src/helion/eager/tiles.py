@@ -78,6 +78,12 @@ class RefTile:
 
     # -- misuse --------------------------------------------------------------------------------
 
+    def __getattr__(self, name: str) -> Any:
+        # only for names that are not attributes (index, begin, ...); no slot is read here
+        raise exc.DeviceAttributeError(
+            "A tile", name, " (a tile has index, begin, end, block_size, id and count)"
+        )
+
     def __iter__(self):
         raise exc.FailedToUnpackTile()
 

@@ -139,6 +139,116 @@ def assigned_names(nodes: list[ast.stmt] | ast.AST) -> list[str]:
     return found
 
 
+def host_bound_names(stmts: list[ast.stmt]) -> list[str]:
+    """Every name host statements bind in the kernel's scope: assignments (`assigned_names`) and
+    also `import` / `from ... import`, `def`, `class` and `except ... as` names, so that device
+    code reads them as it reads other host locals. Nested function and class bodies are scopes
+    of their own and are not looked into."""
+    found = assigned_names(stmts)
+    pending: list[ast.AST] = list(stmts)
+    while pending:
+        node = pending.pop(0)
+        names: list[str] = []
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    names.append(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or (
+            isinstance(node, ast.ExceptHandler) and node.name
+        ):
+            names.append(node.name)  # type: ignore[arg-type]
+        for name in names:
+            if name not in found:
+                found.append(name)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def global_names(func: ast.FunctionDef) -> dict[str, ast.stmt]:
+    """The names a function declares `global` or `nonlocal` (not in nested functions), with the
+    declaring statement."""
+    found: dict[str, ast.stmt] = {}
+    pending: list[ast.AST] = list(func.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                found.setdefault(name, node)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def check_global_writes(src: KernelSource, namespace: dict[str, Any]) -> None:
+    """Device code (the body of an `hl.tile` / `hl.grid` loop) may not assign a name the kernel
+    declares `global` (or `nonlocal`), nor declare one: device code cannot change Python
+    globals (compiled, the assignment would be dropped; eagerly it would happen once per tile)."""
+    declared = global_names(src.func_def)
+    for loop in _device_loops(src.func_def, namespace):
+        for node in ast.walk(loop):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                raise exc.GlobalMutation(", ".join(node.names), loc=src.location(node))
+        own = comprehension_targets(loop)
+        for node in ast.walk(loop):
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, (ast.Store, ast.Del))
+                and node.id in declared
+                and id(node) not in own
+            ):
+                raise exc.GlobalMutation(node.id, loc=src.location(node))
+
+
+def _device_loops(func: ast.FunctionDef, namespace: dict[str, Any]) -> list[ast.For]:
+    loops: list[ast.For] = []
+    pending: list[ast.AST] = list(func.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.For) and is_device_loop(node, namespace):
+            loops.append(node)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
+            pending.extend(ast.iter_child_nodes(node))
+    return loops
+
+
+# code object of a kernel run in eager mode -> the line spans of its top-level device loops
+_EAGER_CHECKED: dict[Any, tuple[tuple[int, int], ...]] = {}
+
+
+def check_eager_global_writes(fn: Callable) -> None:
+    """`check_global_writes` for a kernel run in eager mode (once per function; a kernel whose
+    source cannot be read runs unchecked)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code in _EAGER_CHECKED:
+        return
+    spans: tuple[tuple[int, int], ...] = ()
+    try:
+        src = _parse_source(fn)
+    except (exc.BaseError, SyntaxError, IndexError):
+        src = None
+    if src is not None and isinstance(src.func_def, ast.FunctionDef):
+        check_global_writes(src, fn.__globals__)
+        spans = tuple(
+            (loop.lineno, loop.end_lineno or loop.lineno)
+            for loop in _device_loops(src.func_def, fn.__globals__)
+        )
+    _EAGER_CHECKED[code] = spans
+
+
+def in_device_loop(fn: Callable, filename: str, lineno: int) -> bool:
+    """Whether line `lineno` of `filename` is inside one of `fn`'s device loops (as found by
+    `check_eager_global_writes`, which must have run)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or filename != code.co_filename:
+        return False
+    return any(first <= lineno <= last for first, last in _EAGER_CHECKED.get(code, ()))
+
+
 def comprehension_targets(root: ast.AST) -> set[int]:
     """The ids of the name nodes a comprehension binds: its own variables, as in Python 3 (not
     the scope's: a host variable of the same name is neither modified nor read)."""
@@ -255,9 +365,10 @@ def split_kernel(fn: Callable) -> SplitKernel:
         if _is_barrier(stmt, namespace):
             raise exc.BarrierOnlyAllowedAtTopLevel(loc=src.location(stmt))
 
+    check_global_writes(src, namespace)
     host_before, device_stmts, host_after = body[:first], body[first : last + 1], body[last + 1 :]
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
-    host_assigned = set(params) | set(assigned_names(host_before))
+    host_assigned = set(params) | set(host_bound_names(host_before))
     device_written = set(assigned_names(device_stmts))
     for stmt in device_stmts:
         own = comprehension_targets(stmt)
@@ -269,7 +380,7 @@ def split_kernel(fn: Callable) -> SplitKernel:
                 and id(node) not in own
             ):
                 raise exc.CannotModifyHostVariableOnDevice(node.id, loc=src.location(node))
-    after_assigned = set(assigned_names(host_after))
+    after_assigned = set(host_bound_names(host_after))
     for node in ast.walk(ast.Module(body=host_after, type_ignores=[])):
         if (
             isinstance(node, ast.Name)

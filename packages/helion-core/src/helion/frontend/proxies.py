@@ -70,7 +70,10 @@ class DeviceValue:
     def __getattr__(self, name: str) -> Any:
         method = getattr(torch.Tensor, name, None)
         if method is None:
-            raise AttributeError(f"device tensors have no attribute {name!r}")
+            # an AttributeError still (hasattr works); the tracer adds the kernel's line
+            raise exc.DeviceAttributeError(
+                "A device tensor", name, " (it has the attributes and methods of torch.Tensor)"
+            )
         tracer = self.tracer
 
         def bound(*args: Any, **kwargs: Any) -> Any:
@@ -113,9 +116,17 @@ class DeviceValue:
         raise exc.TypeInferenceError("len() of a tile-shaped device tensor is not a constant")
 
     def __bool__(self) -> bool:
+        what = "a device tensor" if self.ndim else "a device scalar"
+        if _involves_block_size(self.value):
+            what += (
+                " computed from a block size (a tile's size, e.g. `v.shape[0]` of a tile: the "
+                "config chooses it, so it is not a Python int while the kernel is traced)"
+            )
         raise exc.TypeInferenceError(
-            "the truth value of a device tensor is only known on the device; "
-            "use torch.where(...) or an `if` statement on a 0-D value"
+            f"the truth value of {what} is only known on the device; `assert`, `and` / `or` / "
+            "`not`, `x if c else y` and `while` need a Python bool while the kernel is traced",
+            hint="Use torch.where(...) for lanes, or an `if` statement on a 0-D value "
+            "(a branch taken on the device).",
         )
 
     def __iter__(self):
@@ -198,6 +209,16 @@ for _name in [
 DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keeps dict use possible
 
 
+def _involves_block_size(value: Value, depth: int = 8) -> bool:
+    """Whether `value` is computed (within a few ops) from a tile's block size."""
+    producer = value.producer
+    if producer is None or depth == 0:
+        return False
+    if producer.op.name == "tile_block_size":
+        return True
+    return any(isinstance(v, Value) and _involves_block_size(v, depth - 1) for v in producer.inputs)
+
+
 class HostTensor:
     """A host tensor seen from device code. Only subscripting (load/store) and metadata work."""
 
@@ -252,13 +273,44 @@ class HostTensor:
     def __getattr__(self, name: str) -> Any:
         method = getattr(torch.Tensor, name, None)
         if method is None:
-            raise AttributeError(name)
+            raise exc.DeviceAttributeError(
+                "A tensor argument", name, " (it has the attributes and methods of torch.Tensor)"
+            )
         tracer = self.tracer
 
         def bound(*args: Any, **kwargs: Any) -> Any:
             return tracer.call_torch(method, (self, *args), kwargs)
 
         return bound
+
+    def direct_use(self, what: str) -> exc.HostTensorDirectUsage:
+        """The error for using this tensor argument as a value (`what` it was used for)."""
+        if self.real.numel() == 1:
+            index = "()" if self.real.ndim == 0 else ", ".join(["0"] * self.real.ndim)
+            hint = (
+                f"Read its value on the device first: {self.arg.name}[{index}] (an `if` on a "
+                "one-element tensor argument reads it by itself)."
+            )
+        else:
+            hint = f"Load a tile first: use {self.arg.name}[tile] instead of {self.arg.name}."
+        return exc.HostTensorDirectUsage(
+            f"{self.arg.name!r} ({what})", loc=self.tracer.current_loc(), hint=hint
+        )
+
+    def __len__(self) -> int:
+        return len(self.real)  # metadata, as `x.shape[0]` (a 0-D tensor raises as in torch)
+
+    def __bool__(self) -> bool:
+        raise self.direct_use("its truth value")
+
+    def __float__(self) -> float:
+        raise self.direct_use("as a Python float")
+
+    def __int__(self) -> int:
+        raise self.direct_use("as a Python int")
+
+    def __index__(self) -> int:
+        raise self.direct_use("as a Python int")
 
     def __repr__(self) -> str:
         return f"HostTensor({self.arg})"
@@ -309,6 +361,14 @@ class TileProxy:
         tracer = _find_tracer(args, kwargs)
         return _torch_dispatch(tracer, func, args, kwargs)
 
+    def __getattr__(self, name: str) -> Any:
+        # only for names that are not attributes (index, begin, ...); no slot is read here
+        raise exc.DeviceAttributeError(
+            "A tile",
+            name,
+            " (a tile has index, begin, end, block_size, id and count)",
+        )
+
     def __iter__(self):
         raise exc.FailedToUnpackTile(loc=self.tracer.current_loc())
 
@@ -320,6 +380,52 @@ class TileProxy:
 
     def __repr__(self) -> str:
         return f"Tile({self.block_id})"
+
+
+def _host_operator(method_name: str):
+    method = getattr(torch.Tensor, method_name)
+
+    def operator(self: HostTensor, *args: Any) -> Any:
+        # the torch table refuses the host tensor as an operand, naming it and the line
+        return self.tracer.call_torch(method, (self, *args), {})
+
+    operator.__name__ = method_name
+    return operator
+
+
+# arithmetic and ordering on a tensor argument (`s > 0`, `n + 1`) reach the torch table, which
+# refuses the host tensor as a value; `==` and `!=` keep identity semantics (proxies are compared
+# and looked up in lists by the tracer)
+for _name in [
+    "__add__",
+    "__radd__",
+    "__sub__",
+    "__rsub__",
+    "__mul__",
+    "__rmul__",
+    "__truediv__",
+    "__rtruediv__",
+    "__floordiv__",
+    "__rfloordiv__",
+    "__mod__",
+    "__rmod__",
+    "__pow__",
+    "__rpow__",
+    "__and__",
+    "__rand__",
+    "__or__",
+    "__ror__",
+    "__xor__",
+    "__rxor__",
+    "__neg__",
+    "__abs__",
+    "__invert__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+]:
+    setattr(HostTensor, _name, _host_operator(_name))
 
 
 def _tile_operator(method_name: str):

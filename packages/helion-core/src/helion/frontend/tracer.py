@@ -19,6 +19,7 @@ import torch
 
 from helion import exc
 from helion.containers import container_items
+from helion.containers import container_structure
 from helion.containers import iter_tensors
 from helion.containers import rebuild_container
 from helion.frontend import jagged
@@ -71,7 +72,18 @@ class TileLoopRequest:
     jagged: Any = None  # hl.jagged_tile: its helion.frontend.jagged.JaggedLoop
 
     def __iter__(self):
-        raise exc.LoopFunctionNotInFor()
+        if self.is_grid:
+            raise exc.LoopFunctionNotInFor(
+                "hl.grid",
+                hint="In device code `range(...)` is hl.grid, a device loop that only a `for` "
+                "statement can run: it cannot be passed to zip(), enumerate(), list() and the "
+                "like. Use hl.static_range(...) for a loop unrolled over constants.",
+            )
+        raise exc.LoopFunctionNotInFor(
+            "hl.jagged_tile" if self.jagged is not None else "hl.tile",
+            hint="A device loop is run only by a `for` statement over it: it cannot be passed to "
+            "zip(), enumerate(), list() and the like.",
+        )
 
 
 @dataclasses.dataclass
@@ -149,6 +161,7 @@ class Tracer:
         # a tensor or a number is a kernel argument of its own, anything else is baked
         for position, inp in enumerate(self.inputs):
             if inp.kind == "container":
+                self.ir.structure_guards.append((position, container_structure(inp.value)))
                 runtime = inp.name in runtime_scalars
                 proxies[position] = self._enter_leaf(position, (), inp.name, inp.value, runtime)
         numel = max((t.numel() for t in iter_tensors(values)), default=0)
@@ -164,6 +177,29 @@ class Tracer:
                     if loc is not None:
                         error.with_location(loc)
                 raise
+            except RecursionError as error:
+                raise exc.DeviceRecursionError(
+                    loc=self._traceback_loc(error.__traceback__)
+                ) from None
+            except (TypeError, AttributeError) as error:
+                # raised by the kernel's own line (a call with arguments the function does not
+                # take, `None[tile]`, an operator on a value of the wrong kind): a helion error
+                # naming that line; errors from deeper (the tracer, a library) stay as they are
+                if not self._raised_by_kernel_line(error.__traceback__):
+                    raise
+                loc = self._traceback_loc(error.__traceback__)
+                if isinstance(error, TypeError):
+                    from helion.frontend.torch_table import type_error_at_call
+
+                    # torch's argument parser refusing a call of a torch op: the op named
+                    at_call = type_error_at_call(self, error)
+                    if at_call is not None:
+                        raise at_call from error
+                    raise exc.DeviceTypeError(f"TypeError: {error}", loc=loc) from error
+                head, found, _ = str(error).partition(" has no attribute ")
+                raise exc.DeviceAttributeError(
+                    head if found else str(error), getattr(error, "name", None) or "?", loc=loc
+                ) from error
         if self.ir.rng_seed is not None:  # torch.rand's per-call seed comes after the lifted args
             self.ir.rng_seed.index = len(self.inputs) + len(self.ir.lifted)
         return self.ir
@@ -279,6 +315,18 @@ class Tracer:
             return self.location_fn(line or found.tb_lineno, col, end_col)
         return self.location_fn(found.tb_lineno, None, None)
 
+    def _raised_by_kernel_line(self, tb: Any) -> bool:
+        """Whether the innermost frame of a traceback is the kernel's source (its device code, or
+        a helper defined among its lines)."""
+        last = None
+        while tb is not None:
+            last, tb = tb, tb.tb_next
+        if last is None:
+            return False
+        first, end = self.source_lines
+        code = last.tb_frame.f_code
+        return code.co_filename == self.ir.filename and first <= last.tb_lineno <= end
+
     def unsupported(self, api_name: str) -> Any:
         raise exc.NotAllowedOnDevice(f"hl.{api_name}", loc=self.current_loc())
 
@@ -305,6 +353,11 @@ class Tracer:
                 types = op.type_rule(inputs, attrs) if op.type_rule else []
             except ValueError as error:
                 raise exc.ShapeMismatch(str(error), loc=self.current_loc()) from None
+        if op in _INTEGER_DIVISIONS and types and _divides_by_constant_zero(inputs, types[0]):
+            raise exc.IntegerDivisionByZero(
+                "division" if op is ops.BINARY["floordiv"] else "remainder",
+                loc=self.current_loc(),
+            )
         outputs = [Value(t, op.name.split("_")[-1][:6]) for t in types]
         node = Node(op, inputs, attrs, outputs, loc=self.current_loc())
         self.block.nodes.append(node)
@@ -320,7 +373,7 @@ class Tracer:
         if isinstance(value, TileProxy):
             return self.tile_attr(value, "index").value
         if isinstance(value, HostTensor):
-            raise exc.HostTensorDirectUsage(value.arg.name, loc=self.current_loc())
+            raise value.direct_use(f"as a {what}" if what != "operand" else "as a value")
         if isinstance(value, SymDim):
             return int(value)
         if isinstance(value, ConstExpr):
@@ -365,7 +418,14 @@ class Tracer:
     # ------------------------------------------------------------------------------------------
     # block sizes and dimensions
 
-    def _new_block(self, kind: str, size_hint: int, *, fixed: int | None = None) -> BlockSizeInfo:
+    def _new_block(
+        self,
+        kind: str,
+        size_hint: int,
+        *,
+        fixed: int | None = None,
+        loc: exc.SourceLocation | None = None,
+    ) -> BlockSizeInfo:
         block_id = len(self.ir.block_sizes)
         prefix = "_RDIM_SIZE_" if kind == "reduction" else "_BLOCK_SIZE_"
         info = BlockSizeInfo(
@@ -374,7 +434,7 @@ class Tracer:
             size_hint=max(int(size_hint), 1),
             symbol=sympy.Symbol(f"{prefix}{block_id}", integer=True, positive=True),
             fixed_value=fixed,
-            loc=self.current_loc(),
+            loc=loc or self.current_loc(),
         )
         if kind in ("tile", "reduction"):
             # position in Config.block_sizes / Config.reduction_loops: program order
@@ -427,6 +487,8 @@ class Tracer:
         if isinstance(item, ConstExpr):
             item = item.value
         if isinstance(item, int) and not isinstance(item, bool):
+            if item < 0:
+                raise exc.NegativeSize(item, loc=self.current_loc())
             return sympy.Integer(item)
         raise exc.TypeInferenceError(
             f"a shape entry must be an int, a tile or a block size, not {type(item).__name__}"
@@ -472,28 +534,95 @@ class Tracer:
             raise exc.RankMismatch(
                 len(begins), len(ends), "begin and end of hl.tile", loc=self.current_loc()
             )
+        api = "hl.grid" if is_grid else "hl.tile"
         if isinstance(block_size, (list, tuple)):
             block_sizes = list(block_size)
+            if len(block_sizes) != len(ends):
+                raise exc.RankMismatch(
+                    len(ends),
+                    len(block_sizes),
+                    f"block_size of {api}",
+                    loc=self.current_loc(),
+                    hint=f"Give one block size per dimension of the {api} loop "
+                    f"({len(ends)} here; None for a tunable one).",
+                )
         else:
             block_sizes = [block_size] * len(ends)
         for bound in begins + ends:
             if isinstance(bound, TileProxy):
                 raise exc.TileOfTile(loc=self.current_loc())
+            self._check_bound(bound, api)
+        block_sizes = [self._check_block_size(b) for b in block_sizes]
         return TileLoopRequest(begins, ends, block_sizes, is_grid, multi)
 
-    def _bound_operand(self, bound: Any) -> Any:
+    def _check_bound(self, bound: Any, api: str) -> None:
+        """A loop bound is an int, a 0-D integer device value or a tensor size; a float (which
+        would be truncated, or fail in the generated code) is refused where the loop is."""
+        if isinstance(bound, ConstExpr):
+            bound = bound.value
+        if isinstance(bound, float):
+            raise exc.TypeInferenceError(
+                f"{api} bounds must be integers, got the float {bound!r}",
+                loc=self.current_loc(),
+                hint="Convert it in host code with int(...), math.ceil(...) or math.floor(...), "
+                "choosing how it rounds.",
+            )
         if isinstance(bound, DeviceValue):
             if bound.ndim != 0:
                 raise exc.TypeInferenceError(
-                    "loop bounds must be scalars (0-D)", loc=self.current_loc()
+                    f"{api} bounds must be scalars (0-D), got a device tensor of shape "
+                    f"{list(bound.value.shape)}",
+                    loc=self.current_loc(),
                 )
-            return bound.value
-        return self.to_operand(bound, "loop bound")
+            if bound.dtype.is_floating_point or bound.dtype.is_complex:
+                raise exc.TypeInferenceError(
+                    f"{api} bounds must be integers, got a {bound.dtype} device value",
+                    loc=self.current_loc(),
+                    hint="Convert it with .to(torch.int32) (or torch.ceil / torch.floor first).",
+                )
+            return
+        if isinstance(bound, (bool, int, HostTensor)):
+            return  # a HostTensor is refused as a value (HostTensorDirectUsage) by `loop`
+        raise exc.TypeInferenceError(
+            f"{api} bounds must be integers (or 0-D integer device values), got "
+            f"{type(bound).__name__} {bound!r}",
+            loc=self.current_loc(),
+        )
 
-    def _hint(self, begin: Any, end: Any) -> int:
+    def _check_block_size(self, block_size: Any) -> Any:
+        if isinstance(block_size, ConstExpr):
+            block_size = block_size.value
+        if block_size is None or isinstance(block_size, BlockSizeInt):
+            return block_size
+        if isinstance(block_size, int) and not isinstance(block_size, bool):
+            if block_size <= 0:
+                raise exc.InvalidConfig(
+                    f"block_size must be positive, got {block_size}", loc=self.current_loc()
+                )
+            return block_size
+        raise exc.TypeInferenceError(
+            "block_size must be None, an int or hl.register_block_size(), not "
+            f"{type(block_size).__name__}",
+            loc=self.current_loc(),
+        )
+
+    def _bound_operand(self, bound: Any, loc: exc.SourceLocation | None) -> Any:
+        if isinstance(bound, DeviceValue):
+            if bound.ndim != 0:
+                raise exc.TypeInferenceError("loop bounds must be scalars (0-D)", loc=loc)
+            return bound.value
+        try:
+            return self.to_operand(bound, "loop bound")
+        except exc.BaseError as error:
+            if loc is not None:  # the `for` line, not the line the loop body is traced at
+                error.loc = None
+                error.with_location(loc)
+            raise
+
+    def _hint(self, begin: Any, end: Any, loc: exc.SourceLocation | None = None) -> int:
         if isinstance(begin, int) and isinstance(end, int):
             if begin > end:
-                raise exc.InvalidTileRange(begin, end, loc=self.current_loc())
+                raise exc.InvalidTileRange(begin, end, loc=loc or self.current_loc())
             return end - begin
         if isinstance(end, int):
             return end
@@ -504,30 +633,31 @@ class Tracer:
             return self._unrolled_loop(iterable, body_fn, carried)
         request = iterable
         top_level = self.loop_depth == 0 and len(self.blocks) == 1
-        begins = [self._bound_operand(b) for b in request.begins]
-        ends = [self._bound_operand(e) for e in request.ends]
+        # errors about the loop's bounds and block sizes point at its `for` line
+        for_loc = self.location_fn(*loc)
+        begins = [self._bound_operand(b, for_loc) for b in request.begins]
+        ends = [self._bound_operand(e, for_loc) for e in request.ends]
         block_ids = []
         for begin, end, block_size in zip(begins, ends, request.block_sizes, strict=True):
-            hint = self._hint(begin, end)
+            hint = self._hint(begin, end, for_loc)
             if request.is_grid:
-                info = self._new_block("grid", hint, fixed=1)
+                info = self._new_block("grid", hint, fixed=1, loc=for_loc)
             elif isinstance(block_size, BlockSizeInt):
                 info = self.ir.block_sizes[block_size.block_id]
             elif block_size is None:
-                info = self._new_block("tile", hint)
-            elif isinstance(block_size, int):
-                if block_size <= 0:
-                    raise exc.InvalidConfig(f"block_size must be positive, got {block_size}")
-                info = self._new_block("fixed", hint, fixed=block_size)
-            else:
-                raise exc.TypeInferenceError(
-                    f"block_size must be None, an int or hl.register_block_size(), not {type(block_size).__name__}",
-                    loc=self.current_loc(),
+                info = self._new_block("tile", hint, loc=for_loc)
+            elif isinstance(block_size, int) and block_size > 0:
+                info = self._new_block("fixed", hint, fixed=block_size, loc=for_loc)
+            else:  # `_loop_request` checked it; a request built by a plugin may not be
+                raise exc.InvalidConfig(
+                    f"block_size must be None, a positive int or hl.register_block_size(), "
+                    f"got {block_size!r}",
+                    loc=for_loc,
                 )
             block_ids.append(info.block_id)
             static = isinstance(begin, int) and isinstance(end, int)
             self.loop_extents.setdefault(info.block_id, []).append(end - begin if static else None)
-        loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=self.location_fn(*loc))
+        loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=for_loc)
         self.ir.loops.append(loop_info)
         tiles = [Value(TileType(b, request.is_grid), "tile") for b in block_ids]
         carried_values = [
@@ -647,6 +777,8 @@ class Tracer:
     ) -> tuple:
         if isinstance(cond, ConstExpr):
             cond = cond.value
+        if isinstance(cond, HostTensor):
+            cond = self._host_condition(cond, loc)
         if not isinstance(cond, (DeviceValue, TileProxy)):
             return tuple((then_fn if cond else else_fn)(*inputs))
         location = self.location_fn(*loc)
@@ -716,6 +848,24 @@ class Tracer:
                 result.append(DeviceValue(self, next(values)))
         return tuple(result)
 
+    def _host_condition(self, cond: HostTensor, loc: tuple) -> DeviceValue:
+        """`if flag:` on a tensor argument: its truth value as torch gives it (one element,
+        nonzero), read on the device at every launch, as an `if` on a device scalar is."""
+        location = self.location_fn(*loc)
+        if cond.real.numel() != 1:
+            raise exc.HostTensorDirectUsage(
+                f"{cond.arg.name!r} (as the condition of an `if`; it has "
+                f"{cond.real.numel()} elements)",
+                loc=location,
+                hint="The truth value of a tensor is defined for one element only: compare "
+                "loaded values and use torch.where(...), or reduce them (.any(), .all()).",
+            )
+        with exc.source_location(location):
+            value = self.load(cond, (0,) * cond.real.ndim, None, None)
+            if value.dtype != torch.bool:
+                value = self.call_torch(torch.Tensor.__ne__, (value, 0), {})
+        return value
+
     # ------------------------------------------------------------------------------------------
     # tile attributes
 
@@ -779,8 +929,9 @@ class Tracer:
                 shape.append(dim_expr)
             elif isinstance(item, (int, SymDim)) and not isinstance(item, bool):
                 value = int(item)
-                if value < 0:
-                    value += size
+                if -size <= value < 0:
+                    value += size  # counts from the end, as in torch; out of range it stays as
+                    # written, for the bounds checks to report it
                 items.append(("const", value))
             elif isinstance(item, DeviceValue):
                 if item.dtype == torch.bool:
@@ -949,6 +1100,21 @@ class Tracer:
             consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
             index[position : position + 1] = [slice(None)] * (value.ndim - consumed)
         consumed = sum(1 for i in index if i is not None)
+        if value.ndim == 0 and consumed:
+            name = next(
+                (
+                    f"{a.name!r} is a number argument (a 0-D device scalar)"
+                    for a in self.ir.scalar_args
+                    if a.value is value.value
+                ),
+                "this is a 0-D device scalar",
+            )
+            raise exc.TypeInferenceError(
+                f"cannot index a scalar: {name}, which has no dimensions",
+                loc=self.current_loc(),
+                hint="Use the number as it is (it broadcasts against tiles); to read one value "
+                "per element, pass a tensor instead.",
+            )
         if consumed > value.ndim:
             raise exc.RankMismatch(
                 value.ndim, consumed, "indexing a device tensor", loc=self.current_loc()
@@ -1011,6 +1177,22 @@ class Tracer:
 
     def hl_full(self, shape: list, value: Any, dtype: torch.dtype) -> DeviceValue:
         dims = tuple(self.shape_item(s) for s in shape)
+        if isinstance(value, TileProxy):
+            value = value.index
+        if isinstance(value, DeviceValue) and value.ndim != 0:
+            raise exc.ShapeMismatch(
+                f"hl.full fills a tensor with one value, got a device tensor of shape "
+                f"{list(value.value.shape)}",
+                loc=self.current_loc(),
+                hint="Pass a number or a 0-D value; to broadcast a tensor to a shape use "
+                "value.expand(...) or value[:, None] + hl.zeros([...]).",
+            )
+        if isinstance(value, HostTensor):
+            raise exc.HostTensorDirectUsage(
+                f"{value.arg.name!r} (as the value of hl.full)",
+                loc=self.current_loc(),
+                hint="Load the value first (e.g. hl.full(shape, v[0]), or v[()] for a 0-D tensor).",
+            )
         if isinstance(value, (DeviceValue,)):
             scalar = self.to_operand(value)
             full = self.emit(ops.full, [], {"shape": dims, "value": 0, "dtype": dtype}).output
@@ -1046,6 +1228,12 @@ class Tracer:
         if isinstance(end, (BlockSizeInt, TileProxy, DeviceValue)):
             length = self.shape_item(end)
         elif isinstance(start, int) and isinstance(end, int):
+            if end < start:
+                raise exc.NegativeSize(
+                    end - start,
+                    f"hl.arange({start}, {end})" if len(args) == 2 else f"hl.arange({end})",
+                    loc=self.current_loc(),
+                )
             length = sympy.Integer(end - start)
         else:
             raise exc.TypeInferenceError(
@@ -1091,6 +1279,36 @@ class Tracer:
         from helion.language import _float4
 
         return _float4.unpack(value)
+
+    def hl_load_float4_e2m1fn_x16_to_float16(
+        self, storage: Any, group_offsets: Any, extra_mask: Any = None
+    ) -> tuple:
+        from helion.language import _x16
+
+        return self._load_x16(_x16.FP4_API, storage, group_offsets, extra_mask)
+
+    def hl_load_bfloat16_x16_to_float16(
+        self, storage: Any, group_offsets: Any, extra_mask: Any = None
+    ) -> tuple:
+        from helion.language import _x16
+
+        return self._load_x16(_x16.BF16_API, storage, group_offsets, extra_mask)
+
+    def _load_x16(self, api: str, storage: Any, group_offsets: Any, extra_mask: Any) -> tuple:
+        """A decomposition into gathers and elementwise ops (`helion.language._x16`)."""
+        from helion.language import _x16
+
+        if not isinstance(storage, HostTensor):
+            what = "a device tensor" if isinstance(storage, DeviceValue) else type(storage).__name__
+            raise exc.TypeInferenceError(
+                f"{api} reads memory: its storage must be a kernel tensor argument, got {what}",
+                loc=self.current_loc(),
+            )
+        if isinstance(group_offsets, TileProxy):
+            group_offsets = group_offsets.index
+        _x16.check_storage(api, storage)
+        _x16.check_offsets(api, group_offsets)
+        return _x16.load_x16(api, storage, group_offsets, extra_mask)
 
     def hl_triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
         from helion.frontend.inline_code import trace_triton_kernel
@@ -1251,6 +1469,24 @@ class Tracer:
 
 
 _HOST_READS = (torch.Tensor.item, torch.Tensor.tolist)
+
+_INTEGER_DIVISIONS = (ops.BINARY["floordiv"], ops.BINARY["remainder"])
+
+
+def _divides_by_constant_zero(inputs: Sequence[Any], result: Any) -> bool:
+    """Whether an integer `//` or `%` divides by a divisor known to be 0 while tracing: the
+    number 0, or a value made by a constant or a fill of 0 (torch raises ZeroDivisionError for
+    these on CPU; a divisor that is 0 only at run time is undefined behaviour, not checked)."""
+    dtype = getattr(result, "dtype", None)
+    if len(inputs) != 2 or dtype is None or dtype.is_floating_point or dtype.is_complex:
+        return False
+    divisor = inputs[1]
+    if isinstance(divisor, Value):
+        producer = divisor.producer
+        if producer is None or producer.op not in (ops.constant, ops.full):
+            return False
+        divisor = producer.attrs.get("value")
+    return isinstance(divisor, (bool, int, float)) and divisor == 0
 
 
 def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:

@@ -7,7 +7,9 @@ Each function here only normalizes its arguments and carries the docs; the activ
 from __future__ import annotations
 
 import builtins
+import math
 import operator
+import sys
 from typing import Any
 from typing import Callable
 from typing import NamedTuple
@@ -65,19 +67,44 @@ class Tile:
 # -- loops ------------------------------------------------------------------------------------
 
 
-def tile(begin_or_end: Any, end_or_none: Any = None, /, block_size: Any = None) -> Any:
+def tile(
+    begin_or_end: Any, end_or_none: Any = None, /, block_size: Any = None, **unknown: Any
+) -> Any:
     """Iterate over tiles of a range (or of several ranges, given as a sequence).
 
     `hl.tile(n)`, `hl.tile(begin, end)`, `hl.tile([m, n])`, `hl.tile(n, block_size=64)`.
     A top-level `for` over `hl.tile` is the launch grid; a nested one is a sequential loop.
     `block_size=None` makes the block size a tunable (an entry of `Config.block_sizes`).
     """
+    if unknown:
+        _refuse_keywords("hl.tile", unknown, "block_size")
     return dispatch("tile", begin_or_end, end_or_none, block_size=block_size)
 
 
-def grid(begin_or_end: Any, end_or_none: Any = None, /, step: Any = None) -> Any:
+def grid(begin_or_end: Any, end_or_none: Any = None, /, step: Any = None, **unknown: Any) -> Any:
     """Like `hl.tile` with block size 1: yields scalar indices (`range` in device code)."""
+    if unknown:
+        hint = (
+            "hl.grid steps by 1 (its indices are scalars): for blocks of several indices use "
+            "hl.tile(..., block_size=...)."
+            if "block_size" in unknown
+            else None
+        )
+        _refuse_keywords("hl.grid", unknown, "step", hint=hint)
     return dispatch("grid", begin_or_end, end_or_none, step=step)
+
+
+def _refuse_keywords(api: str, unknown: dict, accepted: str, hint: str | None = None) -> None:
+    """A call of `api` with keyword arguments it does not take: an error naming them (raised
+    where the kernel calls it; the tracer and eager mode add the kernel's line)."""
+    from helion import exc
+
+    names = ", ".join(repr(name) for name in unknown)
+    raise exc.InvalidAPIUsage(
+        f"{api}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} {names}; "
+        f"it takes only {accepted}=",
+        hint=hint,
+    )
 
 
 def static_range(begin_or_end: int, end_or_none: int | None = None, /, step: int = 1) -> range:
@@ -124,17 +151,53 @@ def jagged_tile(parent: Any) -> Any:
 def register_block_size(min_or_max: Any, max_or_none: Any = None, /) -> Any:
     """Allocate a tunable block size (an entry of `Config.block_sizes`) usable in host code
     and shared with `hl.tile(..., block_size=bs)`."""
+    # a minimum above the maximum is kept: the maximum is often a dimension's size, and a
+    # dimension smaller than the minimum gets one block of the minimum (masked)
     if max_or_none is None:
-        return dispatch("register_block_size", 1, min_or_max)
-    return dispatch("register_block_size", min_or_max, max_or_none)
+        return dispatch("register_block_size", 1, _block_size_bound(min_or_max, "maximum"))
+    low = _block_size_bound(min_or_max, "minimum")
+    return dispatch("register_block_size", low, _block_size_bound(max_or_none, "maximum"))
+
+
+def _block_size_bound(value: Any, which: str) -> Any:
+    """A bound of `hl.register_block_size`: a positive int (a size of an argument, a constant)."""
+    from helion import exc
+
+    bound = value.value if isinstance(value, ConstExpr) else value
+    if isinstance(bound, bool) or not isinstance(bound, int):
+        try:
+            bound = operator.index(bound)
+        except TypeError:
+            raise exc.InvalidAPIUsage(
+                f"hl.register_block_size: the {which} must be an int, got "
+                f"{type(bound).__name__} {bound!r}",
+                hint="Block sizes are whole numbers of elements: pass an int "
+                "(e.g. int(...) of a computed bound).",
+                loc=exc.SourceLocation.from_frame(sys._getframe(2)),
+            ) from None
+    if bound < 1:
+        raise exc.InvalidAPIUsage(
+            f"hl.register_block_size: the {which} must be at least 1, got {bound}",
+            hint="A block holds at least one element; for a size that may be 0, pass max(n, 1).",
+            loc=exc.SourceLocation.from_frame(sys._getframe(2)),
+        )
+    return bound
 
 
 def register_tunable(name: str, fragment: Any) -> Any:
     """Add a user tunable `name` (a ConfigSpecFragment) to the search space; returns its value."""
     from helion import exc
+    from helion.autotuner.config_fragment import ConfigSpecFragment
 
-    if not isinstance(name, str):
-        raise exc.RegisterTunableArgTypes(name, fragment)
+    if not isinstance(name, str) or not isinstance(fragment, ConfigSpecFragment):
+        raise exc.RegisterTunableArgTypes(
+            name,
+            fragment,
+            hint="Describe the values to tune with a fragment of helion.autotuner, e.g. "
+            "hl.register_tunable('split', PowerOfTwoFragment(1, 8)) or "
+            "EnumFragment((1, 2, 4)); a value that is not tuned is a plain variable.",
+            loc=exc.SourceLocation.from_frame(sys._getframe(1)),  # the kernel's line
+        )
     return dispatch("register_tunable", name, fragment)
 
 
@@ -149,13 +212,29 @@ def specialize(value: Any) -> Any:
 def full(
     shape: Sequence[Any], value: Any, dtype: torch.dtype = torch.float32, device: Any = None
 ) -> Any:
-    """A device tensor of `shape` (ints, tiles, block sizes) filled with `value`."""
+    """A device tensor of `shape` (ints, tiles, block sizes) filled with `value` (a number or a
+    0-D device value)."""
+    _check_dtype("hl.full", dtype)
     return dispatch("full", list(shape), value, dtype)
 
 
 def zeros(shape: Sequence[Any], dtype: torch.dtype = torch.float32, device: Any = None) -> Any:
     """`hl.full(shape, 0, dtype)`; the default dtype is float32."""
+    _check_dtype("hl.zeros", dtype)
     return dispatch("full", list(shape), 0, dtype)
+
+
+def _check_dtype(api: str, dtype: Any) -> None:
+    if not isinstance(dtype, torch.dtype):
+        from helion import exc
+
+        name = dtype if isinstance(dtype, str) else None
+        raise exc.TypeInferenceError(
+            f"{api}: dtype must be a torch.dtype, got {type(dtype).__name__} {dtype!r}",
+            hint=f"Use torch.{name}."
+            if name and isinstance(getattr(torch, name, None), torch.dtype)
+            else "Pass a torch dtype such as torch.float32.",
+        )
 
 
 def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None, **kwargs: Any) -> Any:
@@ -503,6 +582,61 @@ def float4_e2m1fn_x2_to_float32(value: Any) -> tuple[Any, Any]:
     return dispatch("float4_e2m1fn_x2_to_float32", value)
 
 
+def load_float4_e2m1fn_x16_to_float16(
+    storage: Any, group_offsets: Any, extra_mask: Any = None
+) -> tuple[Any, ...]:
+    """Load groups of 16 packed FP4 (E2M1) values and decode them to float16.
+
+    A group is 8 consecutive bytes of `storage` holding 16 E2M1 values, two per byte as
+    torch.float4_e2m1fn_x2 packs them (the first in bits 0-3). Built from `hl.load` and
+    elementwise ops, so it runs on every backend and in eager mode.
+
+    Args:
+        storage: a kernel tensor argument of torch.uint8 (or int8, or torch.float4_e2m1fn_x2)
+            bytes, of any shape.
+        group_offsets: an integer device tensor (or int): for each group, the offset of its
+            first byte, counted in elements of `storage` in row-major order over its shape
+            (for a contiguous tensor: the byte offset from its start). A group may cross rows.
+        extra_mask: optional bool device tensor broadcasting to `group_offsets`' shape; masked
+            groups are not read and decode to +0.0.
+
+    Returns:
+        A tuple of 16 float16 tensors of `group_offsets`' shape: output ``2*i`` holds the low
+        nibble of byte ``i`` of each group, output ``2*i + 1`` its high nibble (value ``j`` of
+        the group in output ``j``). Every E2M1 value is exact in float16, -0.0 included.
+
+    Raises:
+        helion.exc.TypeInferenceError: storage of another dtype, or offsets that are not
+            integers.
+    """
+    return dispatch("load_float4_e2m1fn_x16_to_float16", storage, group_offsets, extra_mask)
+
+
+def load_bfloat16_x16_to_float16(
+    storage: Any, group_offsets: Any, extra_mask: Any = None
+) -> tuple[Any, ...]:
+    """Load groups of 16 consecutive bfloat16 values and convert them to float16.
+
+    Args:
+        storage: a kernel tensor argument of torch.bfloat16, of any shape.
+        group_offsets: an integer device tensor (or int): for each group, the offset of its
+            first element, counted in elements of `storage` in row-major order over its shape
+            (for a contiguous tensor: the element offset from its start).
+        extra_mask: optional bool device tensor broadcasting to `group_offsets`' shape; masked
+            groups are not read and give +0.0.
+
+    Returns:
+        A tuple of 16 float16 tensors of `group_offsets`' shape, element ``j`` of each group in
+        output ``j``, rounded as ``x.to(torch.float16)`` rounds (to nearest, ties to even;
+        beyond float16's range to +-inf).
+
+    Raises:
+        helion.exc.TypeInferenceError: storage that is not bfloat16, or offsets that are not
+            integers.
+    """
+    return dispatch("load_bfloat16_x16_to_float16", storage, group_offsets, extra_mask)
+
+
 # -- debug --------------------------------------------------------------------------------------
 
 
@@ -531,18 +665,33 @@ def _builtin_max(*args: Any) -> Any:
 
 
 def _extremum(builtin: Callable[..., Any], better: Callable[[Any, Any], Any], args: tuple) -> Any:
+    """Python's ``max``/``min`` over Python numbers; with a device value among the arguments,
+    ``torch.maximum``/``torch.minimum`` folded left to right: elementwise, with torch's type
+    promotion, and NaN propagating (``max(x, 0.0)`` is NaN where ``x`` is, like
+    ``torch.clamp_min(x, 0.0)``, whatever the order of the arguments)."""
     values = list(args[0]) if len(args) == 1 else list(args)  # min(iterable) or min(a, b, ...)
-    numbers: list[Any] = []
-    others: list[Any] = []
-    for value in values:
-        plain = isinstance(value, (int, float)) and not isinstance(value, bool)
-        (numbers if plain else others).append(value)
-    if not others:
+    if all(_is_number(v) for v in values):
         return builtin(*args)  # plain Python values: Python's answer, errors included
-    result = builtin(numbers) if numbers else others.pop(0)
-    for value in others:
-        result = torch.where(better(value, result), value, result)
+    is_max = builtin is builtins.max
+    result = values[0]
+    for value in values[1:]:
+        result = _extreme_pair(is_max, result, value)
     return result
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def _extreme_pair(is_max: bool, a: Any, b: Any) -> Any:
+    if _is_number(a) and _is_number(b):
+        if a != a or b != b:  # a NaN wins, as in torch.maximum
+            return math.nan
+        return builtins.max(a, b) if is_max else builtins.min(a, b)
+    if _is_number(b) or _is_number(a):
+        tensor, number = (a, b) if _is_number(b) else (b, a)
+        return torch.clamp_min(tensor, number) if is_max else torch.clamp_max(tensor, number)
+    return torch.maximum(a, b) if is_max else torch.minimum(a, b)
 
 
 def __getattr__(name: str) -> Any:

@@ -269,24 +269,187 @@ PROMOTE_BINARY = [
 FLOAT_BINARY = ["truediv", "atan2"]
 BOOL_BINARY = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
 
+# -- dtypes torch computes little in ----------------------------------------------------------
+# torch implements few kernels for float8 and for uint16 / uint32 / uint64: `x + y` of two
+# float8_e4m3fn tensors raises "add_stub" not implemented. Backends would compute something
+# else (Triton added the raw bytes), so the ops torch refuses are refused here, when the kernel
+# is traced, for every backend. Measured on torch 2.13 (CPU); for float8 also what CUDA refuses
+# (its mul, abs and isinf, which CPU has).
+
+FP8_DTYPES = frozenset(
+    getattr(torch, name)
+    for name in (
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+    )
+    if hasattr(torch, name)
+)
+WIDE_UNSIGNED_DTYPES = frozenset(
+    getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name)
+)
+# float8 computes nothing: it is cast, selected, compared for equality and tested for truth
+_FP8_OPS = frozenset({"cast", "where", "eq", "ne", "isnan", "reduce_any", "reduce_all"})
+_WIDE_UNSIGNED_REFUSED = frozenset(
+    {
+        "add",
+        "sub",
+        "floordiv",
+        "remainder",
+        "pow",
+        "maximum",
+        "minimum",
+        "left_shift",
+        "right_shift",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "neg",
+        "abs",
+        "relu",
+        "sign",
+        "bitwise_not",
+        "logical_not",
+        "gelu",
+        "silu",
+        "softplus",
+        "clamp",
+        "reduce_amax",
+        "reduce_amin",
+        "reduce_argmax",
+        "reduce_argmin",
+        "cummax",
+        "cummin",
+    }
+)
+# how errors name an op whose IR name is not torch's
+_SPELLED = {
+    "add": "add (+)",
+    "sub": "sub (-)",
+    "mul": "mul (*)",
+    "truediv": "div (/)",
+    "floordiv": "floor_divide (//)",
+    "remainder": "remainder (%)",
+    "pow": "pow (**)",
+    "lt": "lt (<)",
+    "le": "le (<=)",
+    "gt": "gt (>)",
+    "ge": "ge (>=)",
+    "left_shift": "bitwise_left_shift (<<)",
+    "right_shift": "bitwise_right_shift (>>)",
+    "neg": "neg (unary -)",
+    "bitwise_not": "bitwise_not (~)",
+}
+# reductions and scans that compute in their `dtype` attribute when one is given (sum(dtype=))
+_ACCUMULATING = frozenset({"reduce_sum", "reduce_prod", "cumsum", "cumprod"})
+
+
+def _operand_dtype(operand: Any) -> torch.dtype | None:
+    if isinstance(operand, Value) and isinstance(operand.type, TensorType):
+        return operand.type.dtype
+    return None
+
+
+def compute_dtype(op_name: str, inputs: Sequence[Any], attrs: dict) -> torch.dtype | None:
+    """The dtype torch computes ``op_name`` in: its operands' common dtype (a cast: its
+    input's; a reduction or scan given ``dtype=``: that one)."""
+    if op_name == "cast":
+        return _operand_dtype(inputs[0])
+    if op_name in _ACCUMULATING and attrs.get("dtype") is not None:
+        return attrs["dtype"]
+    if op_name == "where":
+        inputs = inputs[1:]
+    operands = [o for o in inputs if o is not None]
+    if not any(isinstance(o, Value) for o in operands):
+        return None
+    if len(operands) == 1:
+        return _operand_dtype(operands[0])
+    return promote_types(*operands)
+
+
+def check_dtype_support(op_name: str, inputs: Sequence[Any], attrs: dict) -> None:
+    """Refuse an op in a dtype torch has no kernel of it for (`FP8_DTYPES`,
+    `WIDE_UNSIGNED_DTYPES`): the op, the dtype, and (from the tracer) the kernel's line.
+
+    Raises:
+        helion.exc.UnsupportedDtype: torch refuses ``op_name`` in that dtype.
+    """
+    from helion import exc
+
+    name = _SPELLED.get(op_name, op_name.removeprefix("reduce_"))
+    try:
+        dtype = compute_dtype(op_name, inputs, attrs)
+    except RuntimeError:
+        # torch promotes float8 and uint16/32/64 with no other dtype ("Promotion for Float8
+        # Types is not supported"): float8 + float32 is refused as float8 + float8 is
+        dtypes = [_operand_dtype(o) for o in inputs if _operand_dtype(o) is not None]
+        limited = [d for d in dtypes if d in FP8_DTYPES or d in WIDE_UNSIGNED_DTYPES]
+        if not limited:
+            raise
+        family = "float8" if limited[0] in FP8_DTYPES else "uint16, uint32 and uint64"
+        raise exc.UnsupportedDtype(
+            name,
+            " and ".join(dict.fromkeys(str(d) for d in dtypes)),
+            f"torch promotes {family} with no other dtype",
+            hint=f"Cast the {limited[0]} operand to a wider float first (x.to(torch.float32)).",
+        ) from None
+    if dtype in FP8_DTYPES:
+        refused = op_name not in _FP8_OPS
+        reason = (
+            "torch has no arithmetic or math in float8: its values load, store, cast, select "
+            "(torch.where), compare with == / != and feed hl.dot / matmul"
+        )
+        hint = (
+            "Cast to a wider float first (x.to(torch.float32)) and compute there; cast the "
+            f"result back (.to({dtype})) to store it as float8."
+        )
+    elif dtype in WIDE_UNSIGNED_DTYPES:
+        refused = op_name in _WIDE_UNSIGNED_REFUSED
+        reason = "torch implements few ops for uint16, uint32 and uint64 (no add, no <)"
+        hint = (
+            "Cast to a wider float first (x.to(torch.float32)), or to a signed integer dtype "
+            "(x.to(torch.int64)) for integer arithmetic."
+        )
+    else:
+        return
+    if refused:
+        raise exc.UnsupportedDtype(name, dtype, reason, hint=hint)
+
+
+def _dtype_checked(name: str, rule: TypeRule) -> TypeRule:
+    """``rule`` preceded by :func:`check_dtype_support` of op ``name``."""
+
+    def checked(inputs: Sequence[Any], attrs: dict) -> list:
+        check_dtype_support(name, inputs, attrs)
+        return rule(inputs, attrs)
+
+    return checked
+
+
 UNARY: dict[str, Op] = {}
 BINARY: dict[str, Op] = {}
 for _name in FLOAT_UNARY:
-    UNARY[_name] = define_op(_name, _unary_float, elementwise=True)
+    UNARY[_name] = define_op(_name, _dtype_checked(_name, _unary_float), elementwise=True)
 for _name in SAME_UNARY:
-    UNARY[_name] = define_op(_name, _unary_same, elementwise=True)
+    UNARY[_name] = define_op(_name, _dtype_checked(_name, _unary_same), elementwise=True)
 for _name in BOOL_UNARY:
-    UNARY[_name] = define_op(_name, _unary_bool, elementwise=True)
+    UNARY[_name] = define_op(_name, _dtype_checked(_name, _unary_bool), elementwise=True)
 for _name in PROMOTE_BINARY:
-    BINARY[_name] = define_op(_name, _binary_promote, elementwise=True)
+    BINARY[_name] = define_op(_name, _dtype_checked(_name, _binary_promote), elementwise=True)
 for _name in FLOAT_BINARY:
-    BINARY[_name] = define_op(_name, _binary_float, elementwise=True)
+    BINARY[_name] = define_op(_name, _dtype_checked(_name, _binary_float), elementwise=True)
 for _name in BOOL_BINARY:
-    BINARY[_name] = define_op(_name, _binary_bool, elementwise=True)
+    BINARY[_name] = define_op(_name, _dtype_checked(_name, _binary_bool), elementwise=True)
 
-where = define_op("where", _where_rule, elementwise=True)
+where = define_op("where", _dtype_checked("where", _where_rule), elementwise=True)
 cast = define_op("cast", _cast_rule, elementwise=True)
-clamp = define_op("clamp", _clamp_rule, elementwise=True)
+clamp = define_op("clamp", _dtype_checked("clamp", _clamp_rule), elementwise=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,15 +468,19 @@ def _reduce_rule(inputs: Sequence[Any], attrs: dict) -> list:
     return [TensorType(tuple(shape), dtype)]
 
 
+def _scan_rule(inputs: Sequence[Any], attrs: dict) -> list:
+    return [TensorType(shape_of(inputs[0]), attrs.get("dtype") or inputs[0].dtype)]
+
+
 REDUCTIONS: dict[str, Op] = {}
 for _name in ("sum", "prod", "amax", "amin", "any", "all", "argmax", "argmin"):
-    REDUCTIONS[_name] = define_op(f"reduce_{_name}", _reduce_rule, reduction=True)
+    REDUCTIONS[_name] = define_op(
+        f"reduce_{_name}", _dtype_checked(f"reduce_{_name}", _reduce_rule), reduction=True
+    )
 
 SCANS: dict[str, Op] = {}
 for _name in ("cumsum", "cumprod", "cummax", "cummin"):
-    SCANS[_name] = define_op(
-        _name, lambda i, a: [TensorType(shape_of(i[0]), a.get("dtype") or i[0].dtype)], scan=True
-    )
+    SCANS[_name] = define_op(_name, _dtype_checked(_name, _scan_rule), scan=True)
 
 
 # hl.reduce / hl.associative_scan with a user combiner: the inputs (one or more values of one

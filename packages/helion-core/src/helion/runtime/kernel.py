@@ -23,6 +23,8 @@ from typing import Sequence
 import torch
 
 from helion import exc
+from helion.containers import container_structure
+from helion.containers import describe_structure
 from helion.containers import find_device
 from helion.containers import iter_tensors
 from helion.frontend import ast_rewrite
@@ -43,6 +45,7 @@ from helion.runtime.tensor_match import exact_tensor_match
 from helion.runtime.tensor_match import other_inference_mode_match
 
 if TYPE_CHECKING:
+    from helion.runtime.compile_environment import CompileEnvironment
     from helion.runtime.output_code import OutputCodeOptions
 
 _is_compiling = torch.compiler.is_compiling
@@ -51,10 +54,6 @@ _inference_mode = torch.is_inference_mode_enabled
 
 # default of a block size registered in host code, before a config picks one
 REGISTERED_BLOCK_DEFAULT = 64
-
-
-class _StopHost(Exception):
-    """Raised by the tracing device call to stop host code once the IR is built."""
 
 
 class Kernel:
@@ -79,12 +78,17 @@ class Kernel:
             construct, loc = ast_rewrite.generator_construct(fn)
             kind = "generator function" if construct.startswith("yield") else "coroutine function"
             raise exc.GeneratorKernel(fn.__name__, construct, kind, loc=loc)
+        _check_kernel_function(fn)
         self.fn = fn
         self.name = fn.__name__
         self.settings = settings or Settings()
-        self.configs: list[Config] = [
-            c if isinstance(c, Config) else Config(**c) for c in (configs or [])
-        ]
+        self.configs: list[Config] = _kernel_configs(configs)
+        if key is not None and not callable(key):
+            raise exc.InvalidAPIUsage(
+                "helion.kernel(key=...) takes a function of the kernel's arguments that returns "
+                f"a hashable value; got {_describe_value(key)}",
+                hint="e.g. key=lambda x, y: x.size(0) % 64 == 0",
+            )
         self.key_fn = key
         self.signature = inspect.signature(fn)
         for param in self.signature.parameters.values():
@@ -155,7 +159,16 @@ class Kernel:
             else:
                 parts.append(_arg_key(arg, static))
         if self.key_fn is not None:
-            parts.append(("user", self.key_fn(*args)))
+            user = self.key_fn(*args)
+            try:
+                hash(user)
+            except TypeError:
+                raise exc.InvalidAPIUsage(
+                    f"the key function of kernel {self.name!r} returned {_describe_value(user)}, "
+                    "which is not hashable",
+                    hint="Return a hashable value: a tuple instead of a list, a number, a string.",
+                ) from None
+            parts.append(("user", user))
         return tuple(parts)
 
     def _argument_tuple(self, method: str, args: Any) -> tuple:
@@ -339,6 +352,71 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<helion.Kernel {self.name}>"
+
+
+def _describe_value(value: Any) -> str:
+    """``value`` in an error message: its type and a short repr (``a list ([1, 2])``)."""
+    import reprlib
+
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    return f"{article} {name} ({reprlib.repr(value)})"
+
+
+def _check_kernel_function(fn: Any) -> None:
+    """Refuse, when the kernel is made, what is not a function defined with `def` (a lambda, a
+    builtin, a class, any other object): its source could not be split into host and device
+    code. A function wrapped by a decorator below `@helion.kernel` is left to `split_kernel`,
+    which names that decorator."""
+    if inspect.isfunction(fn):
+        if fn.__name__ == "<lambda>":
+            raise exc.KernelNotAFunction("a lambda")
+        return
+    if callable(fn) and inspect.isfunction(inspect.unwrap(fn)):
+        return
+    if inspect.isclass(fn):
+        what = f"the class {fn.__qualname__}"
+    elif inspect.isbuiltin(fn) or inspect.ismethoddescriptor(fn):
+        what = f"the builtin {getattr(fn, '__name__', None) or repr(fn)}"
+    elif inspect.ismethod(fn):
+        what = f"the bound method {fn.__qualname__} (decorate a plain function instead)"
+    else:
+        what = _describe_value(fn)
+    raise exc.KernelNotAFunction(what)
+
+
+def _kernel_configs(configs: Any, option: str = "configs") -> list[Config]:
+    """The ``configs=`` of a kernel as a list of `Config` (dicts converted), or a clear error
+    for anything else (a single config, a number)."""
+    if configs is None:
+        return []
+    from collections.abc import Iterable
+    from collections.abc import Mapping
+
+    if isinstance(configs, (Mapping, str)) or not isinstance(configs, Iterable):
+        hint = (
+            "For one config, pass config=helion.Config(...)."
+            if isinstance(configs, Mapping)
+            else "e.g. configs=[helion.Config(block_sizes=[32]), helion.Config(block_sizes=[64])]"
+        )
+        raise exc.InvalidConfig(
+            f"helion.kernel({option}=...) takes a list of helion.Config (or dicts of their "
+            f"entries); got {_describe_value(configs)}",
+            hint=hint,
+        )
+    result = []
+    for index, config in enumerate(configs):
+        if isinstance(config, Config):
+            result.append(config)
+        elif isinstance(config, dict) and all(isinstance(k, str) for k in config):
+            result.append(Config(**config))
+        else:
+            raise exc.InvalidConfig(
+                f"helion.kernel({option}=...): item {index} is {_describe_value(config)}, not a "
+                "helion.Config or a dict of its entries",
+                hint="e.g. configs=[helion.Config(block_sizes=[32]), {'block_sizes': [64]}]",
+            )
+    return result
 
 
 # how a string annotation (postponed by `from __future__ import annotations`) can name ConstExpr
@@ -727,6 +805,7 @@ class HostMode:
                     config_index=block_id,
                 )
                 self.bound._host_blocks_by_id[block_id] = info
+                self.bound._registered_bounds[block_id] = (low_value, hint)
             value = max(low_value, min(_next_pow2(hint), REGISTERED_BLOCK_DEFAULT))
         else:
             value = int(self.config["block_sizes"][block_id])
@@ -886,6 +965,8 @@ class _CompiledTrace:
         launch does that)."""
         if self._guard is None or self.ir.rng_seed is not None:
             return None
+        if self.ir.lifted or self.ir.structure_guards:
+            return None  # values of other lengths than its arguments: the general launch
         expression, scope, from_args = self._guard
         scope = dict(scope)
         native = [index for index, *_ in self.tensor_guards if index not in from_args]
@@ -972,6 +1053,8 @@ class BoundKernel:
             raise exc.NoTensorArgs(kernel.name)
         self.device = device
         self._host_blocks_by_id: dict[int, BlockSizeInfo] = {}
+        # block id -> the (min, max) hl.register_block_size gave it (configs below min: refused)
+        self._registered_bounds: dict[int, tuple[int, int]] = {}
         self._user_tunables: dict[str, Any] = {}
         self._runtime_scalars = {
             name
@@ -991,23 +1074,51 @@ class BoundKernel:
         self._config: Config | None = None
         self._trace_args = _TraceArguments(args)
         self._specialization_repr = repr(kernel.specialization_key(args))
+        self._discovery_shapes: dict[int, str] = {}
         self._discovery_ir = self._discover(args)
         self.config_spec = self._derive_spec(self._discovery_ir)
 
     # -- tracing --------------------------------------------------------------------------------
 
     def _discover(self, args: tuple) -> KernelIR:
-        """Run host code once with placeholder tunables and trace the device code."""
+        """Run host code once (on stand-ins of ``args``) with placeholder tunables and trace the
+        device code."""
         captured: list[KernelIR] = []
 
-        def trace_and_stop(*values: Any) -> None:
+        def trace(values: tuple, args: tuple) -> None:
             captured.append(self._trace(values))
-            raise _StopHost
+            # for `_check_config_fits` to say what changed (the values are not kept alive)
+            self._discovery_shapes = {
+                index: describe_structure(values[index])
+                for index, _ in captured[0].structure_guards
+            }
 
-        host = ast_rewrite.make_host_function(self.split, self._host_factory, trace_and_stop)
-        with active_mode(HostMode(self, None)), contextlib.suppress(_StopHost):
-            host(*_fresh_outputs(args))
+        self._run_host_for_trace(None, args, trace)
         return captured[0]
+
+    def _run_host_for_trace(
+        self, config: Config | None, args: tuple, on_device: Callable[[tuple, tuple], None]
+    ) -> None:
+        """Run the host code up to its device loops, in the host mode of ``config`` (None: the
+        discovery run), and call ``on_device(values, args)`` there. Whatever the host code does
+        to its arguments, a tracing run leaves them as they are (`helion.runtime.stand_ins`:
+        on the arguments while it only reads them, else on fake tensors or scratch copies); a
+        call of the kernel applies its host code once, in its own run. ``values`` holds the
+        arguments themselves where the host code passes them on."""
+        from helion.runtime.stand_ins import run_host_for_trace
+
+        def make_host(device_call: Callable[..., None]) -> Callable[..., Any]:
+            return ast_rewrite.make_host_function(self.split, self._host_factory, device_call)
+
+        # the level the host code needed once (it writes a tensor, reads tensor data) is where
+        # later runs start
+        self._host_trace_level = run_host_for_trace(
+            make_host,
+            lambda: active_mode(HostMode(self, config)),
+            args,
+            on_device,
+            level=self.__dict__.get("_host_trace_level", 0),
+        )
 
     def _trace(self, values: Sequence[Any]) -> KernelIR:
         """Trace the device code for the host values of one launch and check the IR: the first
@@ -1081,6 +1192,14 @@ class BoundKernel:
     def ir(self) -> KernelIR:
         return self._discovery_ir
 
+    @functools.cached_property
+    def env(self) -> CompileEnvironment:
+        """The compile environment: device, backend, settings, config spec, block sizes, index
+        dtype and the device code's arguments (see `helion.runtime.CompileEnvironment`)."""
+        from helion.runtime.compile_environment import CompileEnvironment
+
+        return CompileEnvironment.of(self)
+
     def ir_text(self) -> str:
         return str(self._discovery_ir)
 
@@ -1089,7 +1208,28 @@ class BoundKernel:
             return self.config_spec.default_config()
         if isinstance(config, dict):
             config = Config(**config)
+        self._check_registered_minimums(config)
         return self.config_spec.normalize(config)
+
+    def _check_registered_minimums(self, config: Config) -> None:
+        """A config's block size below the minimum `hl.register_block_size(min, max)` declared is
+        refused (normalizing would silently raise it to the minimum: the kernel asked for it)."""
+        sizes = config.get("block_sizes") if hasattr(config, "get") else None
+        if not isinstance(sizes, (list, tuple)):
+            return
+        for block_id, info in self._host_blocks_by_id.items():
+            index = info.config_index if info.config_index is not None else block_id
+            low, high = self._registered_bounds.get(block_id, (1, None))
+            if index >= len(sizes):
+                continue
+            value = sizes[index]
+            if isinstance(value, int) and not isinstance(value, bool) and value < low:
+                raise exc.InvalidConfig(
+                    f"config['block_sizes'][{index}] = {value} is below the minimum {low} that "
+                    f"hl.register_block_size({low}, {high}) declared for it",
+                    hint="Give a block size of at least the registered minimum, or lower the "
+                    "minimum in hl.register_block_size.",
+                )
 
     def set_config(self, config: Config | dict) -> None:
         config = self.normalize(config)
@@ -1269,13 +1409,10 @@ class BoundKernel:
         return self._variants[config][0]
 
     def _trace_for_config(self, config: Config, args: tuple) -> None:
-        def compile_and_stop(*values: Any) -> None:
+        def compile_variant(values: tuple, args: tuple) -> None:
             self._variant_for(config, values, args)
-            raise _StopHost
 
-        host = ast_rewrite.make_host_function(self.split, self._host_factory, compile_and_stop)
-        with active_mode(HostMode(self, config)), contextlib.suppress(_StopHost):
-            host(*_fresh_outputs(args))
+        self._run_host_for_trace(config, args, compile_variant)
 
     def _variant_for(
         self, config: Config, values: Sequence[Any], args: Sequence[Any]
@@ -1288,14 +1425,16 @@ class BoundKernel:
     ) -> _CompiledTrace:
         self._drop_stale_variants(config)
         variants = self._variants.setdefault(config, [])
-        full_values = _with_lifted(values, self._discovery_ir.lifted)
         for variant in variants:
-            if variant.matches(full_values):
+            full_values = _launch_values(variant.ir, values)
+            if full_values is not None and variant.matches(full_values):
                 return variant
-        if _guards_match(self._discovery_ir, full_values):
+        full_values = _launch_values(self._discovery_ir, values)
+        if full_values is not None and _guards_match(self._discovery_ir, full_values):
             ir = self._discovery_ir
         else:
             ir = self._trace(values)
+            self._check_config_fits(ir, values)
         compiled = self.backend.compile(ir, config)
         full_values = _with_lifted(values, ir.lifted)
         if self.settings.print_output_code and getattr(compiled, "source", None):
@@ -1305,6 +1444,35 @@ class BoundKernel:
         variant.specialize_guards(full_values, args, self.settings.static_shapes)
         variants.append(variant)
         return variant
+
+    def _check_config_fits(self, ir: KernelIR, values: Sequence[Any]) -> None:
+        """Refuse a variant traced anew whose loops take other config entries than the
+        discovery trace's (more block sizes, another loop nest: e.g. a loop over a list the host
+        code built longer), which no config of this bound kernel can give. A mere count of loads
+        or stores may differ: backends fill such per-access entries with defaults."""
+        discovery = self._discovery_ir
+        if _loop_shape(ir) == _loop_shape(discovery):
+            return
+        from helion.autotuner.config_spec import STRUCTURAL_FIELDS
+
+        spec = self._derive_spec(ir)
+        differing = [
+            f"{name}: {spec.length(name)} instead of {self.config_spec.length(name)}"
+            for name in sorted(STRUCTURAL_FIELDS)
+            if spec.length(name) != self.config_spec.length(name)
+        ]
+        if not differing:
+            return
+        traced = dict(discovery.structure_guards)
+        changed = []
+        for index, structure in ir.structure_guards:
+            if traced.get(index) != structure:
+                name = self.split.device_inputs[index]
+                was = self._discovery_shapes.get(index)
+                before = f", traced first with {was}" if was is not None else ""
+                changed.append(f"{name!r} ({describe_structure(values[index])}{before})")
+        what = f"the container(s) {', '.join(changed)}" if changed else "other host values"
+        raise exc.VariantConfigMismatch(self.kernel.name, what, "; ".join(differing))
 
     def _drop_stale_variants(self, config: Config) -> None:
         """Forget the variants of ``config`` whose functions were redefined since they were
@@ -1335,23 +1503,26 @@ class BoundKernel:
 
     def _build_runners(self, config: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
         variants = self._variants.setdefault(config, [])
-        lifted = self._discovery_ir.lifted
+        discovery = self._discovery_ir
         mode = HostMode(self, config)
         # launches of the first variant before the host code calls its guarded launch (a
-        # backend may set up its `fast_call` at the second); a kernel with lifted tensors keeps
-        # the loop below
-        launches_left = 0 if lifted else 2
+        # backend may set up its `fast_call` at the second); a kernel with lifted tensors or
+        # container host values keeps the loop below
+        launches_left = 0 if discovery.lifted or discovery.structure_guards else 2
 
         def launch(*values: Any) -> None:
             nonlocal launches_left
-            if lifted:
-                values = _with_lifted(values, lifted)
             args = mode.args
+            # each variant reads the leaves of containers its own way (`KernelIR.lifted`): a
+            # container the host code built of another length is another variant's
             for variant in variants:
-                if variant.matches_call(values, args):
+                full = _launch_values(variant.ir, values)
+                if full is not None and variant.matches_call(full, args):
                     break
             else:
-                variant = self._variant_for(config, values[: len(values) - len(lifted)], args)
+                variant = self._variant_for(config, values, args)
+                full = _with_lifted(values, variant.ir.lifted)
+            values = full
             if variant.ir.rng_seed is not None:
                 # torch.rand in device code: a seed from torch's CPU generator, per launch
                 values = (*values, draw_call_seed())
@@ -1534,15 +1705,28 @@ def _with_lifted(values: Sequence[Any], lifted: list[tuple]) -> tuple:
     return tuple(values) + tuple(resolve_lifted(values, source) for source in lifted)
 
 
+def _launch_values(ir: KernelIR, values: Sequence[Any]) -> tuple | None:
+    """The values the code traced as ``ir`` is launched with: the host values, then the leaves
+    it reads from their containers; None where a container has another structure than
+    traced (the leaves at its paths would be others, or missing)."""
+    for index, structure in ir.structure_guards:
+        if container_structure(values[index]) != structure:
+            return None
+    return _with_lifted(values, ir.lifted)
+
+
+def _loop_shape(ir: KernelIR) -> tuple:
+    """What the structural config entries of ``ir`` follow (`_check_config_fits`)."""
+    return (
+        tuple(block.kind for block in ir.block_sizes),
+        tuple((loop.top_level, len(loop.block_ids)) for loop in ir.loops),
+    )
+
+
 def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
     tensor_guards, constant_guards = ir.guards
     trace = _CompiledTrace(ir, None, tensor_guards, constant_guards, watched_names(ir))
     return trace.matches(values)
-
-
-def _fresh_outputs(args: tuple) -> tuple:
-    # tracing runs host code but launches nothing, so the real arguments are safe to pass
-    return args
 
 
 @functools.lru_cache(maxsize=1)
@@ -1572,3 +1756,18 @@ def _device_builtins_cached() -> dict[str, Any]:
 
 def _device_builtins() -> dict[str, Any]:
     return dict(_device_builtins_cached())
+
+
+class _KernelModule(types.ModuleType):
+    """This module, callable: public Helion's runtime exports its decorator as
+    ``helion.runtime.kernel``, the name this module has, so calling the module is calling
+    `helion.kernel` (``helion.runtime.kernel(fn, config=...)``) while its attributes stay
+    reachable (``from helion.runtime import kernel; kernel.Kernel``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from helion import kernel as kernel_decorator
+
+        return kernel_decorator(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _KernelModule

@@ -8,6 +8,7 @@ config; the result is the oracle every compiled backend is tested against.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 from typing import Any
 from typing import Sequence
@@ -109,8 +110,14 @@ class RefExecutor:
         env: dict[int, Any] = {}
         for scalar in self.ir.scalar_args:
             env[scalar.value.id] = host_values[scalar.index]
+        # torch refuses in-place writes into a tensor made under torch.inference_mode() once
+        # outside it: stores into such a tensor run inside it (as the compiled backends write it)
+        writes_inference = not torch.is_inference_mode_enabled() and any(
+            host_values[index].is_inference() for index in self.stored_tensors
+        )
         try:
-            self.run_block(self.ir.body, env)
+            with torch.inference_mode() if writes_inference else contextlib.nullcontext():
+                self.run_block(self.ir.body, env)
         finally:
             self.host = ()  # the caller's tensors are not the executor's to keep alive
 

@@ -257,7 +257,35 @@ def _make_tensor_binary(fn: Callable) -> Callable:
     return rule
 
 
+def _make_integer_division(fn: Callable, what: str) -> Callable:
+    """`//` and `%`: on integers, a divisor lane that is 0 is refused (torch raises for it on
+    CPU only; compiled kernels give a value that depends on the backend)."""
+    plain = _make_operator(fn)
+
+    def rule(ex: Any, node: Any, inputs: list) -> Any:
+        divisor = inputs[1]
+        dtype = node.output.dtype
+        if not (dtype.is_floating_point or dtype.is_complex):
+            zero = bool((divisor == 0).any()) if isinstance(divisor, torch.Tensor) else divisor == 0
+            if zero:
+                raise exc.IntegerDivisionByZero(
+                    what,
+                    "a lane of the divisor is 0 at run time",
+                    loc=node.loc,
+                    hint="Integer division by zero is undefined in compiled kernels (each backend "
+                    "gives another value); the ref backend refuses it. Guard the divisor, e.g. "
+                    "torch.where(d == 0, 1, d).",
+                )
+        return plain(ex, node, inputs)
+
+    return rule
+
+
 for _name, _fn in _OPERATORS.items():
+    if _name in ("floordiv", "remainder"):
+        what = "division" if _name == "floordiv" else "remainder"
+        ref_lowering(ops.BINARY[_name])(_make_integer_division(_fn, what))
+        continue
     ref_lowering(ops.BINARY[_name])(_make_operator(_fn))
 for _name, _fn in _TENSOR_BINARY.items():
     ref_lowering(ops.BINARY[_name])(_make_tensor_binary(_fn))
