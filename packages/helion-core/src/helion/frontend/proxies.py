@@ -160,16 +160,18 @@ class DeviceValue:
 
 
 def _make_operator(method_name: str):
+    """A Python operator of a proxy (a device value, a tensor argument) as its torch.Tensor
+    method through the torch table, which also refuses what a proxy cannot be used for."""
     method = getattr(torch.Tensor, method_name)
 
-    def operator(self: DeviceValue, *args: Any) -> Any:
+    def operator(self: Any, *args: Any) -> Any:
         return self.tracer.call_torch(method, (self, *args), {})
 
     operator.__name__ = method_name
     return operator
 
 
-for _name in [
+_TENSOR_OPERATORS = [
     "__add__",
     "__radd__",
     "__sub__",
@@ -204,7 +206,8 @@ for _name in [
     "__le__",
     "__gt__",
     "__ge__",
-]:
+]
+for _name in _TENSOR_OPERATORS:
     setattr(DeviceValue, _name, _make_operator(_name))
 DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keeps dict use possible
 
@@ -382,50 +385,16 @@ class TileProxy:
         return f"Tile({self.block_id})"
 
 
-def _host_operator(method_name: str):
-    method = getattr(torch.Tensor, method_name)
-
-    def operator(self: HostTensor, *args: Any) -> Any:
-        # the torch table refuses the host tensor as an operand, naming it and the line
-        return self.tracer.call_torch(method, (self, *args), {})
-
-    operator.__name__ = method_name
-    return operator
-
-
 # arithmetic and ordering on a tensor argument (`s > 0`, `n + 1`) reach the torch table, which
-# refuses the host tensor as a value; `==` and `!=` keep identity semantics (proxies are compared
-# and looked up in lists by the tracer)
-for _name in [
-    "__add__",
-    "__radd__",
-    "__sub__",
-    "__rsub__",
-    "__mul__",
-    "__rmul__",
-    "__truediv__",
-    "__rtruediv__",
-    "__floordiv__",
-    "__rfloordiv__",
-    "__mod__",
-    "__rmod__",
-    "__pow__",
-    "__rpow__",
-    "__and__",
-    "__rand__",
-    "__or__",
-    "__ror__",
-    "__xor__",
-    "__rxor__",
-    "__neg__",
-    "__abs__",
-    "__invert__",
-    "__lt__",
-    "__le__",
-    "__gt__",
-    "__ge__",
-]:
-    setattr(HostTensor, _name, _host_operator(_name))
+# refuses the host tensor as a value, naming it and the line; `==` and `!=` keep identity
+# semantics (proxies are compared and looked up in lists by the tracer)
+_NOT_ON_HOST_TENSORS = {
+    *("__eq__", "__ne__"),
+    *("__matmul__", "__rmatmul__", "__lshift__", "__rshift__", "__pos__"),
+}
+for _name in _TENSOR_OPERATORS:
+    if _name not in _NOT_ON_HOST_TENSORS:
+        setattr(HostTensor, _name, _make_operator(_name))
 
 
 def _tile_operator(method_name: str):
