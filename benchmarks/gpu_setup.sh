@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the workspace packages on the GPU machine, which has no package index: the build
-# backend (hatchling) travels as wheels in .whl (see docs/gpu.md), everything else is there.
+# backend (hatchling) travels as wheels in .whl (ignored by git: pass carry [".whl"]; fill it with
+# `pip download hatchling -d .whl --only-binary :all:`), everything else is there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
