@@ -4,6 +4,7 @@ launch without a GPU):
 
     python benchmarks/conformance_gpu.py --backend triton
     python benchmarks/conformance_gpu.py --backend cute --families empty_slices
+    python benchmarks/conformance_gpu.py --backend pallas --shard 1/4   # cases 1, 5, 9, ...
 
 Families: `empty_slices` (length-0 slices, loops over a size-0 dim), `shared_block_size` (one
 block size shared by several tiles), `atomics` (duplicate addresses; checked against some order
@@ -53,7 +54,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="triton")
     parser.add_argument("--families", default="empty_slices,shared_block_size,atomics")
+    parser.add_argument(
+        "--shard", default="0/1", help="I/N: every Nth case from the Ith, to split a run over processes"
+    )
     args = parser.parse_args()
+    shard, shards = (int(part) for part in args.shard.split("/"))
     if not torch.cuda.is_available():
         print("conformance_gpu.py needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -63,7 +68,7 @@ def main() -> int:
     for family in [f.strip() for f in args.families.split(",") if f.strip()]:
         cases, check = families[family]
         start = time.perf_counter()
-        for case in cases:
+        for case in list(cases)[shard::shards]:
             try:
                 reason = check(case, args.backend)
             except BaseException as error:  # a skip is a failure here: the backend must run

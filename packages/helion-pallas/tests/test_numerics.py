@@ -319,13 +319,15 @@ def gpu_sensitive_results(a: torch.Tensor, b: torch.Tensor) -> list[torch.Tensor
         torch.relu(a),
         torch.fmod(a, 1.5),
         torch.fmod(a, b),
+        torch.remainder(a, b),
+        torch.remainder(a, -1.5),
         a // b,
         -a,
     ]
 
 
 def gpu_sensitive_ops(x: torch.Tensor, y: torch.Tensor):
-    outs = [torch.empty_like(x) for _ in range(12)]
+    outs = [torch.empty_like(x) for _ in range(14)]
     for t in hl.tile(x.size(0)):
         for out, result in zip(outs, gpu_sensitive_results(x[t], y[t]), strict=True):
             out[t] = result

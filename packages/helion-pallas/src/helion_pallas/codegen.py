@@ -702,9 +702,11 @@ class KernelCodegen:
                     tile_numbers[dim] = remaining
                 else:
                     number = self.fresh(f"t_{dims[dim][0]}")
-                    w.line(f"{number} = {remaining} % {count}")
+                    # the step and the counts are not negative: lax.rem/lax.div are % and //
+                    # (jnp.remainder did not lower in Pallas' Triton lowering: i64 % i1)
+                    w.line(f"{number} = jax.lax.rem({remaining}, {count})")
                     rest = self.fresh("rest")
-                    w.line(f"{rest} = {remaining} // {count}")
+                    w.line(f"{rest} = jax.lax.div({remaining}, {count})")
                     tile_numbers[dim] = number
                     remaining = rest
             for (block_id, lo, hi, _count, step, _static, partial), number, tile_arg in zip(

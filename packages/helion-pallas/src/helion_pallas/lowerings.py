@@ -289,7 +289,7 @@ def _closes_at_end(text: str, start: int) -> bool:
 
 _GENERIC_BINARY = {_name: _binary_rule(_name) for _name in _BINARY}
 for _name in _BINARY:
-    if _name not in ("mul", "truediv", "floordiv", "maximum", "minimum"):
+    if _name not in ("mul", "truediv", "floordiv", "remainder", "maximum", "minimum"):
         pallas_lowering(ops.BINARY[_name])(_GENERIC_BINARY[_name])
 
 
@@ -366,6 +366,34 @@ for _name in ("maximum", "minimum"):
     pallas_lowering(ops.BINARY[_name])(_extremum_rule(_name))
 
 
+def float_fmod(ctx: KernelCodegen, a: str, b: str) -> str:
+    """C's fmod of float operands. On the GPU `jnp.fmod` is LLVM's frem, `a - trunc(a / b) * b`
+    (and `a` for an infinite `b`): a zero result lost the dividend's sign (+0.0 for -2 % 1) and
+    fmod(inf, inf) was inf; both are set here as C (and PyTorch) has them."""
+    if not gpu_numerics(ctx):
+        return f"jnp.fmod({a}, {b})"
+    a = _bind(ctx, a, "dividend")
+    mod = ctx.fresh("mod")
+    ctx.emit(f"{mod} = jnp.fmod({a}, {_paren(b)})")
+    return f"jnp.where(jnp.isinf({a}), jnp.nan, jnp.where({mod} == 0, {a} * 0, {mod}))"
+
+
+@pallas_lowering(ops.BINARY["remainder"])
+def _remainder(ctx: KernelCodegen, node: Node) -> str:
+    """torch.remainder: fmod moved to the divisor's sign (jnp.remainder, from frem on the GPU)."""
+    out = node.output.dtype
+    if not (gpu_numerics(ctx) and out.is_floating_point):
+        return _GENERIC_BINARY["remainder"](ctx, node)
+    a, b = compute_operands(ctx, list(node.inputs), out)
+    b = _bind(ctx, b, "divisor")
+    mod = ctx.fresh("mod")
+    ctx.emit(f"{mod} = {float_fmod(ctx, a, b)}")
+    text = f"jnp.where(({mod} != 0) & (({mod} < 0) != ({b} < 0)), {mod} + {b}, {mod})"
+    if not any(isinstance(v, Value) for v in node.inputs):
+        text = f"jnp.asarray({text}, dtype={ctx.dtype(out)})"
+    return text
+
+
 def floor_divide(ctx: KernelCodegen, a: str, b: str, out: torch.dtype) -> str:
     """`a // b` (`a`, `b`: operands typed for the computation, `out` its dtype). Floats follow
     PyTorch's div_floor_floating, without `round` (the GPU has none) and with a zero quotient
@@ -374,7 +402,7 @@ def floor_divide(ctx: KernelCodegen, a: str, b: str, out: torch.dtype) -> str:
         return f"jnp.floor_divide({a}, {b})"
     a, b = _bind(ctx, a, "dividend"), _bind(ctx, b, "divisor")
     mod, div, low = ctx.fresh("mod"), ctx.fresh("div"), ctx.fresh("low")
-    ctx.emit(f"{mod} = jnp.fmod({a}, {b})")
+    ctx.emit(f"{mod} = {float_fmod(ctx, a, b)}")
     ctx.emit(f"{div} = ({a} - {mod}) / {_paren(b)}")
     ctx.emit(f"{div} = jnp.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})")
     ctx.emit(f"{low} = jnp.floor({div})")
