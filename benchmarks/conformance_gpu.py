@@ -55,7 +55,9 @@ def main() -> int:
     parser.add_argument("--backend", default="triton")
     parser.add_argument("--families", default="empty_slices,shared_block_size,atomics")
     parser.add_argument(
-        "--shard", default="0/1", help="I/N: every Nth case from the Ith, to split a run over processes"
+        "--shard",
+        default="0/1",
+        help="I/N: every Nth case from the Ith, to split a run over processes",
     )
     args = parser.parse_args()
     shard, shards = (int(part) for part in args.shard.split("/"))
