@@ -14,6 +14,8 @@
 #   bash benchmarks/gpu_session.sh verify OUT  # check + conformance + torch ops (HELION_TEST_DEVICE) as
 #                                              # parallel processes (compiles are CPU-bound; the GPU
 #                                              # machine has 16 cores): ~1 call
+#   bash benchmarks/gpu_session.sh recheck OUT  # verify's torch ops and Pallas conformance, then the
+#                                              # dividing rows (softmax, attention) timed alone
 #   bash benchmarks/gpu_session.sh variants OUT  # benchmarks/variant_probe.py (QUESTIONS picks them)
 #   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
 #                                                # KERNELS raced against torch.compile in interleaved rounds
@@ -125,6 +127,23 @@ case "$phase" in
     done
     step pallas_gpu 300 python3 packages/helion-pallas/tests/gpu_report.py --random 1 &
     for job in $(jobs -p); do wait "$job" || status=1; done
+    ;;
+  recheck)  # the verify phase's torch ops and Pallas conformance alone (the parts that failed or ran
+            # out of time), then the rows that divide (softmax, attention) timed with nothing beside
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false
+    for backend in triton pallas; do
+      HELION_TEST_DEVICE=cuda TAIL=12 step "torch_ops_$backend" 300 python3 -m pytest -q -p no:cacheprovider \
+        --maxfail=200 -rf packages/helion-core/tests/test_torch_ops.py -k "$backend" &
+    done
+    for shard in 0 1 2 3; do
+      TAIL=6 step "conformance_pallas_$shard" 300 python3 benchmarks/conformance_gpu.py --backend pallas \
+        --shard "$shard/4" &
+    done
+    for job in $(jobs -p); do wait "$job" || status=1; done
+    step run_softmax 150 python3 benchmarks/run.py --kernels softmax --effort quick --flush write \
+      --json "$out/run_softmax.json"
+    step run_attention 200 python3 benchmarks/run.py --kernels attention,attention_causal --effort quick \
+      --skip-compile --json "$out/run_attention.json"
     ;;
   variants)  # QUESTIONS="nan_max rope": benchmarks/variant_probe.py's questions (all when unset)
     TAIL=60 step variant_probe 540 python3 benchmarks/variant_probe.py ${QUESTIONS:-}
