@@ -35,7 +35,12 @@ $(CORE_VENV)/$(STAMP): packages/helion-core/pyproject.toml Makefile
 	$(CORE_VENV)/bin/$(PIP) $(TEST_DEPS) ./packages/helion-core
 	touch $@
 
-test: test-packages test-isolated test-plugins-isolated
+# The suites use separate venvs and run side by side (TEST_JOBS at a time, 2 by default: CI's
+# machine has 2 cores); each suite's output is printed whole when it ends.
+TEST_JOBS ?= 2
+
+test:
+	$(MAKE) --no-print-directory --output-sync=target -j$(TEST_JOBS) test-packages test-isolated test-plugins-isolated
 
 # Each plugin package alone: torch, helion-core and that package (real installs, their declared
 # dependencies resolved by pip) and the test tools; its own tests must pass there.
