@@ -22,6 +22,7 @@ from helion.ir.core import KernelIR
 from helion.ir.core import Node
 from helion.ir.core import TensorType
 from helion.ir.core import Value
+from helion.ir.host_scalars import host_scalar_ids
 from helion.language import _ops as ops
 from helion.passes.tile_origins import TileOrigins
 from helion.runtime.config import Config
@@ -56,6 +57,9 @@ class RefExecutor:
         self.ir = ir
         self.config = config
         self.lowerings = ref_lowerings()
+        # the values eager PyTorch holds as Python numbers (the elementwise rules hand them to
+        # torch as numbers: it reads `x * s` and `s / x` unlike `x * t`, `t / x` for a 0-D t)
+        self.host_scalars = host_scalar_ids(ir)
         self.pad_partial_tiles = pad_partial_tiles
         block_sizes = list(config.get("block_sizes", []) or [])
         self.block_value: dict[int, int] = {}

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from helion import exc
+from helion.ir.host_scalars import is_host_scalar
 from helion.language import _combine
 from helion.language import _ops as ops
 from helion.language import philox
@@ -235,12 +236,26 @@ def _make_operator(fn: Callable) -> Callable:
         a, b = inputs
         if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
             return fn(a, b)
+        if node.output.dtype.is_floating_point:
+            numbers = [is_host_scalar(x, ex.host_scalars) for x in node.inputs]
+            if numbers[0] != numbers[1]:
+                # a number in eager code goes to torch as one, through Python's operator (its
+                # reflected method for `s * x`, `s / x`): torch reads `x * s` at float32 and
+                # makes `s / x` x.reciprocal() * s (`helion.ir.host_scalars` has the rules)
+                a, b = (_number(v) if n else v for v, n in zip(inputs, numbers, strict=True))
+                return fn(a, b)
         if not isinstance(a, torch.Tensor):
             a = torch.tensor(a, device=ex.device)
             a = a.to(node.output.dtype) if node.output.dtype != torch.bool else a
         return fn(a, b)
 
     return rule
+
+
+def _number(value: Any) -> Any:
+    """A host scalar's value as a Python number (the ref backend holds a computed one as a 0-D
+    tensor of its IR dtype)."""
+    return value.item() if isinstance(value, torch.Tensor) else value
 
 
 def _make_tensor_binary(fn: Callable) -> Callable:
