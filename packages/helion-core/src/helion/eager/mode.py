@@ -40,10 +40,18 @@ from helion.eager.jagged import jagged_end
 from helion.eager.stack import EagerStackTensor
 from helion.eager.stack import make_stack
 from helion.eager.tiles import RefTile
+from helion.frontend.torch_ops.creation import CREATION_OPS
+from helion.frontend.torch_ops.creation import check_creation
+from helion.frontend.torch_ops.creation import check_device
+from helion.frontend.torch_ops.elementwise import DEVICE_MOVES
 from helion.frontend.torch_table import INPLACE_METHOD_HINT
 from helion.frontend.torch_table import REFUSED_INPLACE_METHODS
+from helion.frontend.torch_table import torch_name
 from helion.ir.core import index_dtype_for
 from helion.language import ConstExpr
+from helion.passes.write_overlap import internal_overlap
+from helion.passes.write_overlap import overlap_error
+from helion.passes.write_overlap import write_name
 
 # what hl.register_block_size gives when no config chooses (matches the host mode's default)
 REGISTERED_BLOCK_DEFAULT = 64
@@ -368,8 +376,14 @@ class EagerTorchMode(TorchFunctionMode):
             return indexing.load(tensor, index)
         if func is torch.Tensor.__setitem__:
             tensor, index, value = args
+            self.mode.check_write(tensor, write_name("store"))
             indexing.store(tensor, index, tiles_to_indices(value))
             return None
+        if func in CREATION_OPS:
+            kwargs = self.mode.check_placement(func, kwargs)
+        elif func in DEVICE_MOVES:
+            name, named_device = DEVICE_MOVES[func]
+            check_device(self.mode, name, named_device(*args[1:], **kwargs))
         random = rng.TORCH_HANDLERS.get(func)
         if random is not None:
             return random(self.mode, *args, **kwargs)
@@ -470,6 +484,8 @@ class EagerMode:
         self.fn = getattr(kernel, "fn", kernel)
         self.running_tiles: list[tuple] = []  # the current tiles of each running loop, outer first
         self.rng_call_seed: int | None = None  # torch.rand's seed for this call (eager.rng)
+        # (shape, strides) -> whether the elements of a tensor of that layout overlap in memory
+        self.overlaps: dict[tuple[tuple[int, ...], tuple[int, ...]], bool | None] = {}
 
     # -- misuse ----------------------------------------------------------------------------------
 
@@ -479,6 +495,50 @@ class EagerMode:
     def _device_only(self, api_name: str) -> None:
         if self.depth == 0:
             raise exc.DeviceAPIOnHost(f"hl.{api_name}")
+
+    def current_loc(self) -> exc.SourceLocation | None:
+        """The kernel's line running now (the innermost frame of the kernel's function), as the
+        tracer's `current_loc` gives it: the checks shared with compiled kernels
+        (`helion.frontend.torch_ops.creation`) name it. None: `run_eager` adds it."""
+        code = getattr(self.fn, "__code__", None)
+        frame = sys._getframe(1)
+        while frame is not None and code is not None:
+            if (frame.f_code.co_filename, frame.f_code.co_name) == (code.co_filename, code.co_name):
+                return exc.SourceLocation.from_frame(frame)
+            frame = frame.f_back
+        return None
+
+    def check_placement(self, func: Any, kwargs: dict) -> dict:
+        """Refuse a creation op's placement arguments that compiled kernels refuse (a device
+        other than the kernel's, a layout other than strided, pin_memory, requires_grad), with
+        the same check; the keywords of the call, a device given being the kernel's own."""
+        check_creation(
+            self,
+            torch_name(func),
+            layout=kwargs.get("layout"),
+            device=kwargs.get("device"),
+            pin_memory=kwargs.get("pin_memory", False),
+            requires_grad=kwargs.get("requires_grad", False),
+        )
+        if kwargs.get("device") is not None:
+            kwargs = dict(kwargs, device=self.device)
+        return kwargs
+
+    def check_write(self, tensor: Any, what: str) -> None:
+        """Refuse a write (`what`: a store, an atomic) into a tensor whose elements overlap in
+        memory (an `expand()`ed view), as compiled kernels refuse it when traced
+        (`helion.passes.write_overlap`), instead of torch's error or a silent result."""
+        if not isinstance(tensor, torch.Tensor):
+            return
+        shape, stride = tuple(tensor.shape), tuple(tensor.stride())
+        key = (shape, stride)
+        if key not in self.overlaps:
+            with torch._C.DisableTorchFunction():
+                self.overlaps[key] = internal_overlap(shape, stride)
+        overlap = self.overlaps[key]
+        if overlap is not False:
+            name = indexing._local_name(tensor)
+            raise overlap_error(what, name, overlap, shape, stride, loc=self.current_loc())
 
     # -- loops -----------------------------------------------------------------------------------
 
@@ -706,6 +766,7 @@ class EagerMode:
             return tensor.store(list(index), tiles_to_indices(value), tiles_to_indices(extra_mask))
         if not isinstance(tensor, torch.Tensor):
             raise exc.NonTensorSubscriptAssign(type(tensor).__name__)
+        self.check_write(tensor, write_name("store"))
         with torch._C.DisableTorchFunction():
             indexing.store(
                 tensor, list(index), tiles_to_indices(value), tiles_to_indices(extra_mask)
@@ -733,6 +794,7 @@ class EagerMode:
             raise exc.TypeInferenceError(
                 f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}"
             )
+        self.check_write(target, write_name("atomic", kind))
         with torch._C.DisableTorchFunction():
             return indexing.atomic(
                 kind, target, list(index), tiles_to_indices(value), tiles_to_indices(expected)

@@ -5,6 +5,9 @@ that are one memory location. Torch refuses to write into one; a kernel writing 
 leave a result that depends on the order of its writes (Triton wrote silently, the ref backend
 and Pallas raised torch's error from deep inside). Loads from such tensors are fine.
 
+Eager mode checks each write into a tensor with the same test and error (`internal_overlap`,
+`overlap_error`), when the write runs.
+
 The check reads the shape and strides the IR traced each tensor with, which the tensor guards
 of the traced code compare on every call: a call with other strides runs another trace, checked
 anew, so the check costs nothing per call.
@@ -71,15 +74,37 @@ def check_overlapping_writes(ir: KernelIR) -> None:
         overlap = checked[tensor.index]
         if overlap is False:
             continue
-        if info.kind == "store":
-            what = "A store"
-        else:
-            what = f"hl.atomic_{info.node.attrs.get('kind', 'add')}"
-        raise exc.WriteToOverlappingTensor(
-            what,
+        raise overlap_error(
+            write_name(info.kind, info.node.attrs.get("kind")),
             tensor.name,
-            "overlap" if overlap else "may overlap (too many of them to tell)",
-            list(tensor.shape),
-            list(tensor.stride),
+            overlap,
+            tuple(tensor.shape),
+            tuple(tensor.stride),
             loc=info.node.loc,
         )
+
+
+def write_name(memory: str, atomic_kind: str | None = None) -> str:
+    """How an error names a write: "A store", or the atomic (`hl.atomic_add`, ...)."""
+    return "A store" if memory == "store" else f"hl.atomic_{atomic_kind or 'add'}"
+
+
+def overlap_error(
+    what: str,
+    name: str,
+    overlap: bool | None,
+    shape: tuple[int, ...],
+    stride: tuple[int, ...],
+    loc: exc.SourceLocation | None = None,
+) -> exc.WriteToOverlappingTensor:
+    """The error for `what` (see `write_name`) into tensor `name`, of a layout whose elements
+    overlap (`internal_overlap` gave True) or may (None). Eager mode raises it too, for the same
+    writes (`helion.eager.mode`)."""
+    return exc.WriteToOverlappingTensor(
+        what,
+        name,
+        "overlap" if overlap else "may overlap (too many of them to tell)",
+        list(shape),
+        list(stride),
+        loc=loc,
+    )

@@ -4,12 +4,15 @@ randn_like; their sampling lives in `helion.frontend.rng`).
 
 A new device value is dense, on the kernel's device and without autograd history: `layout=`,
 `device=`, `pin_memory=` and `requires_grad=` are accepted where they say just that (a device
-equal to the kernel's device) and refused otherwise.
+equal to the kernel's device) and refused otherwise. The same checks serve eager mode
+(`helion.eager.mode` calls `check_creation` on the calls of `CREATION_OPS`), and `check_device`
+serves the device moves `x.to(device)`, `x.cpu()` and `x.cuda()` (`torch_ops/elementwise.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+from typing import Callable
 
 import torch
 
@@ -25,6 +28,16 @@ from helion.frontend.torch_ops.values import as_value
 from helion.frontend.torch_ops.values import shape_arg
 from helion.language import _ops as ops
 
+# the creation ops whose placement arguments `check_creation` checks: eager mode checks the same
+# calls with the same function (`helion.eager.mode`), naming each op as `torch_name` does
+CREATION_OPS: set[Any] = set()
+
+
+def _creation_op(*funcs: Any) -> Callable[[Handler], Handler]:
+    """`register(*funcs)`, recording them in `CREATION_OPS`."""
+    CREATION_OPS.update(func for func in funcs if func is not None)
+    return register(*funcs)
+
 
 def check_creation(
     tracer: Any,
@@ -36,9 +49,27 @@ def check_creation(
     requires_grad: Any = False,
 ) -> None:
     """Refuse what a new device value cannot be: one of another layout or on another device than
-    the kernel's, in pinned host memory, or recording autograd history."""
+    the kernel's, in pinned host memory, or recording autograd history.
+
+    `tracer` is the tracer, or in eager mode the `EagerMode`: what it needs is the kernel's
+    `device` and `current_loc()`, the kernel's line running now."""
     if layout not in (None, torch.strided):
         raise unsupported_argument(tracer, name, "layout", "device values are dense (strided).")
+    check_device(tracer, name, device)
+    if pin_memory:
+        raise unsupported_argument(
+            tracer, name, "pin_memory", "device values are not host memory that can be pinned."
+        )
+    if requires_grad:
+        raise unsupported_argument(
+            tracer, name, "requires_grad", "device values do not record autograd history."
+        )
+
+
+def check_device(tracer: Any, name: str, device: Any) -> None:
+    """Refuse a device (given to `name`) other than the kernel's: device values live on the
+    kernel's device, so a creation op's `device=` and a device move (`x.to(device)`, `x.cpu()`,
+    `x.cuda()`) may only name that one (None: none named)."""
     if device is not None and not _is_kernel_device(tracer, device):
         raise unsupported_argument(
             tracer,
@@ -47,14 +78,6 @@ def check_creation(
             f"device code makes values on the kernel's device ({tracer.device}), not on "
             f"{describe(device)}: leave device out, or pass the kernel's device (x.device of a "
             "kernel argument x).",
-        )
-    if pin_memory:
-        raise unsupported_argument(
-            tracer, name, "pin_memory", "device values are not host memory that can be pinned."
-        )
-    if requires_grad:
-        raise unsupported_argument(
-            tracer, name, "requires_grad", "device values do not record autograd history."
         )
 
 
@@ -107,12 +130,12 @@ def _like(fill: Any, name: str) -> Handler:
     return handler
 
 
-register(torch.zeros_like)(_like(0, "torch.zeros_like"))
-register(torch.ones_like)(_like(1, "torch.ones_like"))
-register(torch.empty_like)(_like(0, "torch.empty_like"))
+_creation_op(torch.zeros_like)(_like(0, "torch.zeros_like"))
+_creation_op(torch.ones_like)(_like(1, "torch.ones_like"))
+_creation_op(torch.empty_like)(_like(0, "torch.empty_like"))
 
 
-@register(torch.full_like)
+@_creation_op(torch.full_like)
 def _full_like(
     tracer: Any,
     x: Any,
@@ -166,12 +189,12 @@ def _factory(fill: Any, name: str) -> Handler:
     return handler
 
 
-register(torch.zeros)(_factory(0, "torch.zeros"))
-register(torch.ones)(_factory(1, "torch.ones"))
-register(torch.empty)(_factory(0, "torch.empty"))
+_creation_op(torch.zeros)(_factory(0, "torch.zeros"))
+_creation_op(torch.ones)(_factory(1, "torch.ones"))
+_creation_op(torch.empty)(_factory(0, "torch.empty"))
 
 
-@register(torch.full)
+@_creation_op(torch.full)
 def _full(
     tracer: Any,
     size: Any,
@@ -229,12 +252,12 @@ def _new(fill: Any, name: str) -> Handler:
     return handler
 
 
-register(*tensor_methods("new_zeros"))(_new(0, "torch.Tensor.new_zeros"))
-register(*tensor_methods("new_ones"))(_new(1, "torch.Tensor.new_ones"))
-register(*tensor_methods("new_empty"))(_new(0, "torch.Tensor.new_empty"))
+_creation_op(*tensor_methods("new_zeros"))(_new(0, "torch.Tensor.new_zeros"))
+_creation_op(*tensor_methods("new_ones"))(_new(1, "torch.Tensor.new_ones"))
+_creation_op(*tensor_methods("new_empty"))(_new(0, "torch.Tensor.new_empty"))
 
 
-@register(*tensor_methods("new_full"))
+@_creation_op(*tensor_methods("new_full"))
 def _new_full(
     tracer: Any,
     x: Any,
@@ -317,7 +340,7 @@ def _random_like(sample: Handler, name: str) -> Handler:
     return handler
 
 
-register(torch.rand)(_random(rng.torch_rand, "torch.rand"))
-register(torch.randn)(_random(rng.torch_randn, "torch.randn"))
-register(torch.rand_like)(_random_like(rng.torch_rand_like, "torch.rand_like"))
-register(torch.randn_like)(_random_like(rng.torch_randn_like, "torch.randn_like"))
+_creation_op(torch.rand)(_random(rng.torch_rand, "torch.rand"))
+_creation_op(torch.randn)(_random(rng.torch_randn, "torch.randn"))
+_creation_op(torch.rand_like)(_random_like(rng.torch_rand_like, "torch.rand_like"))
+_creation_op(torch.randn_like)(_random_like(rng.torch_randn_like, "torch.randn_like"))

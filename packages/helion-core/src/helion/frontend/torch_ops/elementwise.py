@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import operator
 from typing import Any
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,7 @@ import torch.nn.functional as F
 from helion import exc
 from helion.frontend.proxies import DeviceValue
 from helion.frontend.proxies import HostTensor
+from helion.frontend.torch_ops.creation import check_device
 from helion.frontend.torch_ops.registry import Handler
 from helion.frontend.torch_ops.registry import describe
 from helion.frontend.torch_ops.registry import lookup
@@ -409,8 +411,10 @@ def _to(
     copy: bool = False,
     memory_format: Any = None,
 ) -> DeviceValue:
-    """`x.to(dtype)`, `x.to(other)` (other's dtype), `x.to(device, dtype)`. A device, and the
-    copy, non_blocking and memory_format flags, do not change a device value."""
+    """`x.to(dtype)`, `x.to(other)` (other's dtype), `x.to(device, dtype)`. A device must be
+    the kernel's (`check_device`, as for creation ops); it, and the copy, non_blocking and
+    memory_format flags, do not change a device value."""
+    check_device(tracer, "torch.Tensor.to", to_device(*args, device=device))
     for arg in args:
         if isinstance(arg, torch.dtype):
             dtype = arg
@@ -423,6 +427,56 @@ def _to(
     if dtype is None:
         return x  # .to(device) is a no-op in device code
     return cast(tracer, x, dtype)
+
+
+def to_device(*args: Any, device: Any = None, **flags: Any) -> Any:
+    """The device a call `x.to(*args, device=..., **flags)` names, or None: `device=`, a device
+    among the positional arguments (an int first is a device index, as torch reads it), or the
+    device of a tensor `other` (`x.to(other)`)."""
+    if device is not None:
+        return device
+    for position, arg in enumerate(args):
+        if isinstance(arg, (str, torch.device)):
+            return arg
+        if position == 0 and isinstance(arg, int) and not isinstance(arg, bool):
+            return arg
+        if isinstance(arg, (DeviceValue, HostTensor, torch.Tensor)):
+            return arg.device
+    return None
+
+
+def _cuda_device(device: Any = None, *args: Any, **flags: Any) -> Any:
+    """The device a call `x.cuda(device, ...)` names: an index is one of CUDA's devices."""
+    if device is None:
+        return "cuda"
+    if isinstance(device, int) and not isinstance(device, bool):
+        return f"cuda:{device}"
+    return device
+
+
+@register(*tensor_methods("cpu"))
+def _cpu(tracer: Any, x: Any, memory_format: Any = None) -> Any:
+    """`x.cpu()`: allowed where the kernel runs on the CPU (a device value stays where it is)."""
+    check_device(tracer, "torch.Tensor.cpu", "cpu")
+    return x
+
+
+@register(*tensor_methods("cuda"))
+def _cuda(
+    tracer: Any, x: Any, device: Any = None, non_blocking: bool = False, memory_format: Any = None
+) -> Any:
+    """`x.cuda()`: allowed where the kernel runs on that CUDA device."""
+    check_device(tracer, "torch.Tensor.cuda", _cuda_device(device))
+    return x
+
+
+# the device moves of device code: the op's name and the device a call names (the arguments
+# after the tensor); eager mode checks the same calls with `check_device` (`helion.eager.mode`)
+DEVICE_MOVES: dict[Any, tuple[str, Callable[..., Any]]] = {
+    **{func: ("torch.Tensor.to", to_device) for func in tensor_methods("to")},
+    **{func: ("torch.Tensor.cpu", lambda *args, **kwargs: "cpu") for func in tensor_methods("cpu")},
+    **{func: ("torch.Tensor.cuda", _cuda_device) for func in tensor_methods("cuda")},
+}
 
 
 @register(*tensor_methods("type"))
