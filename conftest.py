@@ -14,9 +14,18 @@ if "HELION_CACHE_DIR" not in os.environ:
 
 # On a GPU machine, `HELION_TEST_DEVICE=cuda` makes the tests' own tensor factories (torch.randn,
 # torch.tensor, ...) allocate there, so CPU-written tests such as test_torch_ops.py also check the
-# compiled GPU code (benchmarks/gpu_session.sh torch_ops). Cases that name "cpu" themselves fail
-# there by design; the CPU run (no variable) is the one CI checks.
+# compiled GPU code (benchmarks/gpu_session.sh verify); the CPU run (no variable) is the one CI
+# checks.
 if os.environ.get("HELION_TEST_DEVICE"):
     import torch
 
     torch.set_default_device(os.environ["HELION_TEST_DEVICE"])
+
+# Triton wraps its library functions (tl.cdiv, tl.sum, ...) when triton.language is first
+# imported, as interpreted functions if TRITON_INTERPRET=1 is set then. Some tests set it for
+# a while; had Triton's first import fallen inside one, a later import of its gluon module (the
+# compile path) asserts on the interpreted functions, failing unrelated Triton tests by order.
+try:
+    import triton.language  # noqa: F401
+except ImportError:  # core's isolated venv has no Triton
+    pass
