@@ -371,6 +371,24 @@ def test_autotuner_fn_replaces_the_search_and_may_call_the_driver_itself() -> No
     assert calls == ["custom"]
 
 
+# ================================================================================ options
+@pytest.mark.parametrize("bad", [0, -1])
+def test_max_evaluations_below_one_is_an_invalid_setting(bad: int, private_cache: Path) -> None:
+    # it was "NoConfigFound: ... measured 0 config(s), all failed ... Failures: none recorded"
+    kernel = make(double)
+    args = (torch.randn(100),)
+    with pytest.raises(exc.InvalidSetting, match=rf"max_evaluations: .* got {bad}"):
+        kernel.autotune(args, max_evaluations=bad)
+    with pytest.raises(exc.InvalidSetting, match="max_evaluations"):
+        kernel.autotune(args, effort="none", max_evaluations=bad)
+    with pytest.raises(exc.InvalidSetting, match="max_evaluations"):
+        kernel.autotune_multi([args, (torch.randn(37),)], max_evaluations=bad)
+    with pytest.raises(exc.InvalidSetting, match="max_evaluations"):
+        kernel.autotune(args, configs=[{"block_size": 8}, {"block_size": 16}], max_evaluations=bad)
+    assert not private_cache.exists() or not any(private_cache.iterdir())  # nothing was tuned
+    assert kernel.autotune(args, max_evaluations=1, budget_seconds=20)["block_sizes"]
+
+
 # ================================================================================ search space
 def test_search_space_is_logged_and_written(
     tmp_path: Path, caplog: pytest.LogCaptureFixture

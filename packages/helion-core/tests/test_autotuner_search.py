@@ -269,6 +269,28 @@ def test_evaluation_budget_is_respected() -> None:
     assert search.evaluations == evaluator.calls == 23
 
 
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+@pytest.mark.parametrize(
+    "cls", [SurrogateSearch, PatternSearch, DifferentialEvolutionSearch, RandomSearch]
+)
+def test_a_cap_below_one_evaluation_is_refused_where_it_is_given(
+    cls: type[BaseSearch], bad: object
+) -> None:
+    # max_evaluations=0 / -1 measured nothing and ended in "NoConfigFound: ... measured 0
+    # config(s), all failed ... Failures: none recorded"
+    evaluator = CallableEvaluator(small_cost)
+    with pytest.raises(exc.InvalidSetting, match=r"max_evaluations: expected an int >= 1"):
+        cls(small_spec(), evaluator, profile=QUICK, seed=0, max_evaluations=bad)
+    assert evaluator.calls == 0
+    configs = [Config(block_sizes=[8, 8]), Config(block_sizes=[16, 16])]
+    with pytest.raises(exc.InvalidSetting, match="max_evaluations"):
+        FiniteSearch(small_spec(), evaluator, configs=configs, max_evaluations=bad)
+    # a cap of 1 is the smallest that measures something
+    search = cls(small_spec(), evaluator, profile=QUICK, seed=0, max_evaluations=1)
+    search.run()
+    assert search.evaluations == 1 and search.best_config is not None
+
+
 def test_time_budget_returns_best_so_far() -> None:
     spec = matmul_like_spec()
 

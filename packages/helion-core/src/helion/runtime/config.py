@@ -1,6 +1,7 @@
 """``helion.Config``: one point of a kernel's search space.
 
-A Config is an immutable-by-convention mapping from config keys to JSON-friendly values.
+A Config is an immutable mapping from config keys to JSON-friendly values: its lists are stored
+frozen, and reading them (``config["block_sizes"]``, ``config.block_sizes``) gives fresh lists.
 Construction only checks that each named field has the right *shape* (an int where an int is
 expected, a list of bools where a list of bools is expected, ...). Whether the values fit a
 particular kernel (how many block sizes, their bounds) is checked by
@@ -268,15 +269,70 @@ def _freeze(value: object) -> object:
     return value
 
 
+_IMMUTABLE_HINT = (
+    "helion.Config is immutable; build a new one, "
+    "e.g. helion.Config(**{**config, 'block_sizes': [64, 32]})"
+)
+
+
+def _refuse(self: object, *args: object, **kwargs: object) -> Any:
+    raise TypeError(_IMMUTABLE_HINT)
+
+
+class _FrozenList(list):
+    """A list value stored in a Config: equal to, printed and JSON-encoded as a plain list, but
+    not changeable (the Config's hash and every compiled variant keyed by it depend on it).
+    Copies (``list(x)``, ``x.copy()``, ``x[:]``, ``copy.copy(x)``, pickling) are plain lists."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+class _FrozenDict(dict):
+    """The stored key/value table of a Config (``config.config``): a dict that cannot change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    pop = popitem = clear = update = setdefault = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+def _store(value: object) -> object:
+    """The stored (frozen) form of a JSON-shaped value; tuples become (frozen) lists."""
+    if isinstance(value, (list, tuple)):
+        return _FrozenList([_store(v) for v in value])
+    if isinstance(value, dict):
+        return _FrozenDict({k: _store(v) for k, v in value.items()})
+    return value
+
+
+def _thaw(value: object) -> object:
+    """What readers of a Config get: a fresh plain copy of a stored list or dict."""
+    if isinstance(value, (_FrozenList, _FrozenDict)):
+        return _plain(value)
+    return value
+
+
 class Config(Mapping[str, object]):
     """A kernel configuration: block sizes, loop orders, warps, ... plus user/backend keys.
 
     Only values that are not ``None`` are stored. Extra keyword arguments are kept as-is
     (``hl.register_tunable`` names, backend tunables, singular aliases like ``block_size``).
+    Nothing changes a Config after construction (its hash keys compiled variants and caches):
+    ``config[key]`` and the typed accessors return fresh plain lists, and ``config.config``
+    is read-only. Build a variant with ``Config(**{**config, "block_sizes": [...]})``.
     """
 
     __slots__ = ("_hash", "config")
 
+    #: The stored values (read-only: a dict whose lists cannot change). Reading through the
+    #: Mapping protocol or the typed accessors gives fresh plain lists instead.
     config: dict[str, Any]
 
     def __init__(
@@ -354,13 +410,14 @@ class Config(Mapping[str, object]):
                     raise exc.InvalidConfig(
                         f"Invalid config value {key}={value!r}: {error}"
                     ) from None
-            config[key] = _plain(value)
-        object.__setattr__(self, "config", config)
+            config[key] = value
+        object.__setattr__(self, "config", _store(config))
 
     # -- Mapping protocol ----------------------------------------------------------------------
 
     def __getitem__(self, key: str) -> object:
-        return self.config[key]
+        # a fresh list each time: changing it must not change this config (nor its hash)
+        return _thaw(self.config[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.config)
@@ -390,11 +447,14 @@ class Config(Mapping[str, object]):
             "helion.Config is immutable; build a new one, e.g. helion.Config(**{**config, 'num_warps': 8})"
         )
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("helion.Config is immutable")
+
     def __getstate__(self) -> dict[str, object]:
-        return dict(self.config)
+        return _plain(self.config)  # type: ignore[return-value]
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        object.__setattr__(self, "config", dict(state))
+        object.__setattr__(self, "config", _store(dict(state)))
 
     def __copy__(self) -> Config:
         return self
@@ -437,7 +497,7 @@ class Config(Mapping[str, object]):
     def from_dict(cls, data: Mapping[str, object]) -> Config:
         """Build without validation (for trusted sources such as the autotuner's own output)."""
         obj = cls.__new__(cls)
-        object.__setattr__(obj, "config", {k: _plain(v) for k, v in data.items() if v is not None})
+        object.__setattr__(obj, "config", _store({k: v for k, v in data.items() if v is not None}))
         return obj
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -476,7 +536,7 @@ class Config(Mapping[str, object]):
 
     def _list(self, key: str) -> list[Any]:
         value = self.config.get(key)
-        return value if isinstance(value, list) else []
+        return _plain(value) if isinstance(value, list) else []  # type: ignore[return-value]
 
     @property
     def block_sizes(self) -> list[int]:
@@ -556,11 +616,11 @@ class Config(Mapping[str, object]):
 
     @property
     def indexing(self) -> str | list[str]:
-        return self.config.get("indexing", FIELD_DEFAULTS["indexing"])
+        return _thaw(self.config.get("indexing", FIELD_DEFAULTS["indexing"]))  # type: ignore[return-value]
 
     @property
     def atomic_indexing(self) -> str | list[str]:
-        return self.config.get("atomic_indexing", FIELD_DEFAULTS["atomic_indexing"])
+        return _thaw(self.config.get("atomic_indexing", FIELD_DEFAULTS["atomic_indexing"]))  # type: ignore[return-value]
 
     @property
     def advanced_controls_file(self) -> str:
@@ -576,11 +636,11 @@ class Config(Mapping[str, object]):
 
     @property
     def num_threads(self) -> int | list[int] | None:
-        return self.config.get("num_threads")
+        return _thaw(self.config.get("num_threads"))  # type: ignore[return-value]
 
     def indexing_for(self, index: int) -> str:
         """Indexing mode of the ``index``-th load/store site (a string applies to all)."""
-        value = self.indexing
+        value = self.config.get("indexing", FIELD_DEFAULTS["indexing"])  # stored form: no copy
         if isinstance(value, list):
             return value[index] if index < len(value) else "pointer"
         return value

@@ -808,7 +808,8 @@ class HostMode:
                 self.bound._registered_bounds[block_id] = (low_value, hint)
             value = max(low_value, min(_next_pow2(hint), REGISTERED_BLOCK_DEFAULT))
         else:
-            value = int(self.config["block_sizes"][block_id])
+            # the stored (frozen) list: this runs on every call, and `config[...]` copies
+            value = int(self.config.config["block_sizes"][block_id])
         return BlockSizeInt(value, block_id)
 
     def hl_register_tunable(self, name: str, fragment: Any) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import numbers
 import random
 import time
 from dataclasses import dataclass
@@ -111,6 +112,22 @@ def make_config(values: Mapping[str, Any]) -> Config:
     return Config(**dict(values))
 
 
+def check_max_evaluations(value: object) -> int | None:
+    """``max_evaluations=`` as given to ``autotune`` or a search: ``None`` (the effort
+    profile's cap) or an int >= 1. Anything else raises ``helion.exc.InvalidSetting`` where it
+    is given: a cap of 0 or less would measure nothing and end in a misleading NoConfigFound."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        from helion import exc
+
+        raise exc.InvalidSetting(
+            f"max_evaluations: expected an int >= 1 (the most configs the search measures), "
+            f"got {value!r}; leave it out for the effort profile's cap"
+        )
+    return int(value)
+
+
 def fresh_seed() -> int:
     """A time-based seed (printed by the driver so the run can be reproduced)."""
     return int(time.time_ns() % (2**31 - 1))
@@ -153,9 +170,8 @@ class BaseSearch:
         self.profile = profile or FULL
         self.seed = fresh_seed() if seed is None else int(seed)
         self.rng = random.Random(self.seed)
-        self.max_evaluations = (
-            self.profile.max_evaluations if max_evaluations is None else int(max_evaluations)
-        )
+        checked = check_max_evaluations(max_evaluations)
+        self.max_evaluations = self.profile.max_evaluations if checked is None else checked
         self.budget_seconds = (
             self.profile.budget_seconds if budget_seconds is None else budget_seconds
         )
