@@ -21,6 +21,7 @@ import importlib.metadata
 from helion_distributed import symm_mem
 from helion_distributed._env import set_timeout
 from helion_distributed._env import timeout_s
+from helion_distributed.errors import DistributedAutotuneError
 from helion_distributed.errors import DistributedError
 from helion_distributed.errors import DistributedTimeout
 from helion_distributed.errors import FP8Unsupported
@@ -75,6 +76,7 @@ except importlib.metadata.PackageNotFoundError:  # imported from a source tree, 
 
 __all__ = [
     *sorted(_KERNELS),
+    "DistributedAutotuneError",
     "DistributedError",
     "DistributedTimeout",
     "FP8Unsupported",

@@ -272,6 +272,8 @@ def _combine(op: str, a: str, b: str) -> str:
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    if dtype == torch.bool:  # int1 addition wraps (True + True == False); torch's is an "or"
+        return torch.int32
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 

@@ -65,3 +65,11 @@ class FP8Unsupported(DistributedError):
     """The FP8 kernels need ``torch.float8_e4m3fn``, which this torch build lacks."""
 
     message = "{0}"
+
+
+class DistributedAutotuneError(DistributedError, RuntimeError):
+    """A distributed kernel was about to be autotuned the ordinary way, by each rank on its own;
+    or the ranks of a lockstep ``helion_distributed.autotune`` do not agree (arguments, configs,
+    options, or an error on one of them)."""
+
+    message = "{0}"

@@ -24,6 +24,15 @@ def helion_language_ops() -> list[Any]:
 
 
 @hookimpl
+def helion_autotune_refusal(bound: Any, args: tuple[Any, ...]) -> BaseException | None:
+    """A distributed kernel is tuned by every rank together (``helion_distributed.autotune``),
+    never by the ordinary autotuner of one rank."""
+    from helion_distributed.lockstep import refuse_rank_by_rank
+
+    return refuse_rank_by_rank(bound, args)
+
+
+@hookimpl
 def helion_lowerings(backend: str) -> dict[Any, Callable[..., Any]]:
     if backend == "ref":
         from helion_distributed._ref import REF_LOWERINGS

@@ -74,6 +74,7 @@ def autotune(
     args = tuple(args)
 
     if configs is not None:
+        _check_plugins_allow_tuning(bound, args)
         with _run_log(log, bound, None):
             return _run_finite(bound, args, list(configs), log, options)
 
@@ -105,6 +106,7 @@ def autotune(
             with contextlib.suppress(Exception):
                 print(cache.miss_report(), file=sys.stderr, flush=True)
             raise exc.CacheAssertionError(name)
+    _check_plugins_allow_tuning(bound, args)
     check = getattr(settings, "check_autotuning_disabled", None)
     if check is not None:
         check()
@@ -568,6 +570,17 @@ def _assert_cache_hit() -> bool:
         raise  # HELION_ASSERT_CACHE_HIT=maybe: not a boolean
     except Exception:
         return False
+
+
+def _check_plugins_allow_tuning(bound: Any, args: tuple[Any, ...]) -> None:
+    """Raise what a plugin's ``helion_autotune_refusal`` hook returns (helion-distributed: a
+    kernel whose launches are collective cannot be tuned by one rank on its own), before any
+    candidate runs."""
+    from helion import plugins
+
+    for result in plugins.call_each_plugin("helion_autotune_refusal", bound=bound, args=args):
+        if isinstance(result.value, BaseException):
+            raise result.value
 
 
 def _distributed() -> bool:

@@ -393,6 +393,8 @@ def autotune_multi(
             _install(bounds, sets, hit)
             return hit
 
+    for bound, args in zip(bounds, sets, strict=True):
+        driver._check_plugins_allow_tuning(bound, tuple(args))
     profile_for_seeds = driver._profile_for(effort_name, settings)
     seeds: list[Any] = []
     for bound in {id(b): b for b in bounds}.values():

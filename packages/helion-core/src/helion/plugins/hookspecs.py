@@ -77,6 +77,25 @@ def helion_lowerings(backend: str) -> dict[Op, Callable[..., Any]]:
 
 
 @hookspec
+def helion_autotune_refusal(bound: Any, args: tuple[Any, ...]) -> BaseException | None:
+    """Refuse to autotune ``bound`` the ordinary way: in this process alone, on clones of
+    ``args``.
+
+    The autotune driver (and ``autotune_multi``) asks before it runs a search or benchmarks a
+    ``configs=`` list; a cache hit, effort ``none`` and ``settings.autotuner_fn`` are not asked
+    about. helion-distributed refuses kernels whose launches are collective: every rank has to
+    try the same configs together (``helion_distributed.autotune``).
+
+    Args:
+        bound: The ``BoundKernel`` about to be tuned.
+        args: Its arguments.
+
+    Returns:
+        An exception for the driver to raise instead of tuning, or None to let it tune.
+    """
+
+
+@hookspec
 def helion_search_algorithms() -> dict[str, type]:
     """Return extra autotuner search algorithms.
 

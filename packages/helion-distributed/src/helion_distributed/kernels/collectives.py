@@ -66,9 +66,11 @@ def two_shot_all_reduce_kernel(
         peers[RANK][tile] = x[tile]
         hl.peer_barrier(pads, RANK)
         if (tile.begin // block) % WORLD_SIZE == RANK:
-            acc = peers[0][tile].to(torch.float32)
+            # in the buffer's dtype, as hl.all_reduce: float32 for fp16/bf16 inputs (their
+            # workspace is float32), the input's own dtype otherwise (integers stay exact)
+            acc = peers[0][tile]
             for peer in peers[1:]:
-                value = peer[tile].to(torch.float32)
+                value = peer[tile]
                 if OP == "sum":
                     acc = acc + value
                 elif OP == "max":
@@ -126,10 +128,26 @@ def _check_op(op: str) -> str:
     return op
 
 
+def _meet_empty(
+    tag: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, info: Any
+) -> None:
+    """A collective of a tensor without elements moves nothing and launches no kernel. On CPU
+    the ranks still rendezvous the (zero-byte) workspace that a non-empty call of this shape
+    would use, once per tag, dtype and group, so that a rank whose tensor is not empty fails
+    with the same ``SymmetricMemoryError`` ("ranks allocated different sizes") as any other size
+    mismatch instead of waiting for a launch that never comes. (Elsewhere the result is
+    returned right away: a zero-byte CUDA symmetric allocation is not relied on.)"""
+    if device.type == "cpu":
+        workspace(tag, shape, dtype, device, info)
+
+
 def all_reduce(
     t: torch.Tensor, op: str = "sum", group: Any = None, *, algorithm: str = "auto"
 ) -> torch.Tensor:
     """All-reduce ``t`` over ``group`` (every rank gets the reduction); returns a new tensor.
+
+    Reduces in ``t``'s dtype (fp16 and bf16 in float32), so integer and float64 results equal
+    ``dist.all_reduce``'s; a tensor without elements gives an empty result.
 
     Args:
         t: this rank's tensor (same shape and dtype on every rank).
@@ -139,10 +157,16 @@ def all_reduce(
             ``ONE_SHOT_MAX_BYTES``, two-shot above).
     """
     _check_op(op)
+    if algorithm not in ("auto", "one_shot", "two_shot"):
+        raise ValueError(f"algorithm must be 'auto', 'one_shot' or 'two_shot', got {algorithm!r}")
     info = group_info(group)
     if algorithm == "auto":
         algorithm = "one_shot" if t.numel() * t.element_size() <= ONE_SHOT_MAX_BYTES else "two_shot"
     flat = t.reshape(-1)
+    if flat.numel() == 0:
+        dtype = torch.float32 if t.dtype in _LOW else t.dtype
+        _meet_empty(f"all_reduce_{algorithm}", (0,), dtype, t.device, info)
+        return t.new_empty(t.shape)
     if algorithm == "one_shot":
         # low-precision sums go through a float32 buffer (the tile op accumulates there)
         dtype = torch.float32 if t.dtype in _LOW else t.dtype
@@ -151,7 +175,7 @@ def all_reduce(
             flat, ws.buffer, info.name_arg, info.rank_arg, hl.constexpr(op)
         )
         after_launch(ws, what="helion_distributed.all_reduce (one-shot)")
-    elif algorithm == "two_shot":
+    else:  # two_shot
         (ws,) = workspace(
             "all_reduce_two_shot",
             (flat.numel(),),
@@ -163,8 +187,6 @@ def all_reduce(
             flat, ws.buffer, info.name_arg, info.rank_arg, info.world_arg, hl.constexpr(op)
         )
         after_launch(ws, what="helion_distributed.all_reduce (two-shot)")
-    else:
-        raise ValueError(f"algorithm must be 'auto', 'one_shot' or 'two_shot', got {algorithm!r}")
     return out.to(t.dtype).view(t.shape)
 
 
@@ -172,6 +194,9 @@ def all_gather(t: torch.Tensor, group: Any = None) -> torch.Tensor:
     """Concatenate every rank's ``t`` along dim 0 (like ``all_gather_into_tensor``)."""
     info = group_info(group)
     flat = t.reshape(-1)
+    if flat.numel() == 0:  # ndim >= 1: a 0-d tensor has one element
+        _meet_empty("all_gather", (0,), t.dtype, t.device, info)
+        return t.new_empty((info.world_size * t.shape[0], *t.shape[1:]))
     (ws,) = workspace("all_gather", (flat.numel(),), t.dtype, t.device, info)
     out = all_gather_kernel(flat, ws.buffer, info.name_arg, info.rank_arg, info.world_arg)
     after_launch(ws, what="helion_distributed.all_gather")
@@ -191,6 +216,9 @@ def reduce_scatter(t: torch.Tensor, op: str = "sum", group: Any = None) -> torch
         )
     chunk = t.numel() // info.world_size
     dtype = torch.float32 if t.dtype in _LOW else t.dtype
+    if chunk == 0:
+        _meet_empty("reduce_scatter", (info.world_size, 0), dtype, t.device, info)
+        return t.new_empty((t.shape[0] // info.world_size, *t.shape[1:]))
     (ws,) = workspace("reduce_scatter", (info.world_size, chunk), dtype, t.device, info)
     out = reduce_scatter_kernel(
         t.reshape(info.world_size, chunk), ws.buffer, info.name_arg, info.rank_arg, hl.constexpr(op)

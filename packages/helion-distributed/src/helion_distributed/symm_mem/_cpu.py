@@ -201,12 +201,17 @@ class CpuAllocation:
         return segment
 
     def contains(self, tensor: torch.Tensor) -> bool:
-        if tensor.device.type != "cpu" or (tensor.numel() == 0 and tensor.data_ptr() == 0):
+        if tensor.device.type != "cpu":
             return False
-        return self.address <= tensor.data_ptr() < self.address + max(self.buffer_bytes, 1)
+        start = address_of(tensor)
+        if start == 0:
+            return False
+        if tensor.numel() == 0:  # an empty view may start right after the last element
+            return self.address <= start <= self.address + self.buffer_bytes
+        return self.address <= start < self.address + self.buffer_bytes
 
     def offset_of(self, tensor: torch.Tensor) -> int:
-        return tensor.data_ptr() - self.address
+        return address_of(tensor) - self.address
 
     def own_segment(self, tensor: torch.Tensor) -> Segment:
         """This rank's segment, for a handle: the mapping ``tensor`` lies in (through its
@@ -216,6 +221,15 @@ class CpuAllocation:
         if whole.data_ptr() == self.address and whole.numel() == self.size:
             return Segment(self.path, whole)
         return Segment.map(self.path, self.size, create=False)
+
+
+def address_of(tensor: torch.Tensor) -> int:
+    """Where ``tensor``'s first element is (or would be): ``data_ptr()``, which torch reports as
+    0 for a tensor without elements, so for those the address its storage and offset give."""
+    if tensor.numel():
+        return tensor.data_ptr()
+    base = tensor.untyped_storage().data_ptr()
+    return base + tensor.storage_offset() * tensor.element_size() if base else 0
 
 
 def _release(serial: int, path: str) -> None:
