@@ -16,6 +16,8 @@
 #                                              # machine has 16 cores): ~1 call
 #   bash benchmarks/gpu_session.sh recheck OUT  # verify's torch ops and Pallas conformance, then the
 #                                              # dividing rows (softmax, attention) timed alone
+#   bash benchmarks/gpu_session.sh quickcheck OUT  # example suite, torch ops, distributed examples
+#                                                 # (ws=1), then host overhead
 #   bash benchmarks/gpu_session.sh variants OUT  # benchmarks/variant_probe.py (QUESTIONS picks them)
 #   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
 #                                                # KERNELS raced against torch.compile in interleaved rounds
@@ -144,6 +146,23 @@ case "$phase" in
       --json "$out/run_softmax.json"
     step run_attention 200 python3 benchmarks/run.py --kernels attention,attention_causal --effort quick \
       --skip-compile --json "$out/run_attention.json"
+    ;;
+  quickcheck)  # after CPU-side changes: the example suite (4 processes), torch ops on Triton and the
+               # distributed examples at world size 1 (~3 min), then host overhead timed alone
+    i=0
+    for kernels in $(python3 -c "import sys; sys.path.insert(0, 'examples'); from _common import SUITE; print(' '.join(','.join(SUITE[i::4]) for i in range(4)))"); do
+      TAIL=4 step "triton_check_$i" 300 python3 benchmarks/gpu_check.py --backend triton --random 1 \
+        --kernels "$kernels" &
+      i=$((i + 1))
+    done
+    HELION_TEST_DEVICE=cuda TAIL=4 step torch_ops_triton 300 python3 -m pytest -q -p no:cacheprovider \
+      -rf packages/helion-core/tests/test_torch_ops.py -k triton &
+    for f in examples/distributed/*.py; do
+      case $f in */_*) continue ;; esac
+      TAIL=3 step "dist_$(basename "$f" .py)" 120 python3 -m torch.distributed.run --standalone --nproc-per-node 1 "$f"
+    done
+    for job in $(jobs -p); do wait "$job" || status=1; done
+    step launch_overhead 90 python3 benchmarks/launch_overhead.py
     ;;
   variants)  # QUESTIONS="nan_max rope": benchmarks/variant_probe.py's questions (all when unset)
     TAIL=60 step variant_probe 540 python3 benchmarks/variant_probe.py ${QUESTIONS:-}
