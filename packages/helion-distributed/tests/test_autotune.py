@@ -4,7 +4,6 @@ together when the ranks disagree (the rank-side code is in autotune_ranks.py).""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,12 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))  # the rank processes import autotune_ranks by name
 
 import autotune_ranks  # noqa: E402
+from rank_backends import BACKENDS  # noqa: E402
+from rank_backends import QUIET  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
-HAS_TRITON = (
-    importlib.util.find_spec("helion_triton") is not None
-    and importlib.util.find_spec("triton") is not None
-)
-BACKENDS = ["ref", "triton"] if HAS_TRITON else ["ref"]
 DEFAULT_BACKEND = BACKENDS[-1]
-QUIET = {"PYTHONWARNINGS": "ignore", "HELION_DIST_TIMEOUT": "30"}
 
 
 def _run(fn: Callable[..., Any], backend: str = DEFAULT_BACKEND, **env: str) -> list:

@@ -4,7 +4,6 @@ rank-side code is in collective_ranks.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -19,15 +18,10 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))  # the rank processes import collective_ranks by name
 
 import collective_ranks  # noqa: E402
+from rank_backends import BACKENDS  # noqa: E402
+from rank_backends import QUIET  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
-
-HAS_TRITON = (
-    importlib.util.find_spec("helion_triton") is not None
-    and importlib.util.find_spec("triton") is not None
-)
-BACKENDS = ["ref", "triton"] if HAS_TRITON else ["ref"]
-QUIET = {"PYTHONWARNINGS": "ignore", "HELION_DIST_TIMEOUT": "30"}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
