@@ -389,6 +389,19 @@ def test_max_evaluations_below_one_is_an_invalid_setting(bad: int, private_cache
     assert kernel.autotune(args, max_evaluations=1, budget_seconds=20)["block_sizes"]
 
 
+@pytest.mark.parametrize("bad", [-5, float("nan"), "10"])
+def test_a_negative_time_budget_is_an_invalid_setting(bad: object, private_cache: Path) -> None:
+    # a negative or NaN budget was taken as given (a search that stops once a config works)
+    kernel = make(double)
+    args = (torch.randn(100),)
+    with pytest.raises(exc.InvalidSetting, match=r"budget_seconds: expected seconds >= 0"):
+        kernel.autotune(args, budget_seconds=bad)
+    with pytest.raises(exc.InvalidSetting, match="budget_seconds"):
+        kernel.autotune_multi([args, (torch.randn(37),)], budget_seconds=bad)
+    assert not private_cache.exists() or not any(private_cache.iterdir())  # nothing was tuned
+    assert kernel.autotune(args, max_evaluations=2, budget_seconds=math.inf)["block_sizes"]
+
+
 # ================================================================================ search space
 def test_search_space_is_logged_and_written(
     tmp_path: Path, caplog: pytest.LogCaptureFixture

@@ -291,6 +291,14 @@ def test_a_cap_below_one_evaluation_is_refused_where_it_is_given(
     assert search.evaluations == 1 and search.best_config is not None
 
 
+@pytest.mark.parametrize("bad", [-1.5, float("nan"), True])
+def test_a_negative_time_budget_is_refused_where_it_is_given(bad: object) -> None:
+    evaluator = CallableEvaluator(small_cost)
+    with pytest.raises(exc.InvalidSetting, match=r"budget_seconds: expected seconds >= 0"):
+        SurrogateSearch(small_spec(), evaluator, profile=QUICK, seed=0, budget_seconds=bad)
+    assert evaluator.calls == 0
+
+
 def test_time_budget_returns_best_so_far() -> None:
     spec = matmul_like_spec()
 

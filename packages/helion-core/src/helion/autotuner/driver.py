@@ -64,9 +64,9 @@ def autotune(
         **options: passed to the search's constructor (``max_evaluations=``, ``budget_seconds=``,
             ``seed=``, search-specific sizes such as ``initial=`` or ``copies=``).
     """
-    from helion.autotuner.search.base import check_max_evaluations
+    from helion.autotuner.search.base import check_search_options
 
-    check_max_evaluations(options.get("max_evaluations"))  # before any cache or search work
+    check_search_options(options)  # before any cache or search work
     settings = bound.settings
     name = _kernel_name(bound)
     log = AutotuneLog(settings, kernel_name=name)

@@ -42,7 +42,7 @@ from helion.autotuner.effort import normalize_effort
 from helion.autotuner.progress import AutotuneLog
 from helion.autotuner.progress import AutotuneProgress
 from helion.autotuner.progress import Score
-from helion.autotuner.search.base import check_max_evaluations
+from helion.autotuner.search.base import check_search_options
 from helion.autotuner.search.base import config_key
 
 AGGREGATIONS = ("geomean", "max")
@@ -365,7 +365,7 @@ def autotune_multi(
 ) -> Any:
     """See :meth:`helion.Kernel.autotune_multi`."""
     _check_choices(aggregation, relative_to, cache_tag)
-    check_max_evaluations(options.get("max_evaluations"))
+    check_search_options(options)
     sets = _checked_arg_sets(kernel, arg_sets)
     bounds = [kernel.bind(args) for args in sets]
     settings = kernel.settings

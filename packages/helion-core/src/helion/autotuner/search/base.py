@@ -128,6 +128,34 @@ def check_max_evaluations(value: object) -> int | None:
     return int(value)
 
 
+def check_budget_seconds(value: object) -> float | None:
+    """``budget_seconds=`` as given to ``autotune`` or a search: ``None`` (the effort profile's
+    budget), a number of seconds >= 0 (0: stop once a config works), or ``math.inf`` for no
+    cap. A negative number, NaN or a non-number raises ``helion.exc.InvalidSetting`` where it is
+    given."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or math.isnan(value)
+        or value < 0
+    ):
+        from helion import exc
+
+        raise exc.InvalidSetting(
+            f"budget_seconds: expected seconds >= 0 (math.inf for no cap), got {value!r}; leave "
+            f"it out for the effort profile's budget"
+        )
+    return float(value)
+
+
+def check_search_options(options: Mapping[str, Any]) -> None:
+    """The caps of a search among ``autotune`` options, checked before any cache or search work."""
+    check_max_evaluations(options.get("max_evaluations"))
+    check_budget_seconds(options.get("budget_seconds"))
+
+
 def fresh_seed() -> int:
     """A time-based seed (printed by the driver so the run can be reproduced)."""
     return int(time.time_ns() % (2**31 - 1))
@@ -172,9 +200,8 @@ class BaseSearch:
         self.rng = random.Random(self.seed)
         checked = check_max_evaluations(max_evaluations)
         self.max_evaluations = self.profile.max_evaluations if checked is None else checked
-        self.budget_seconds = (
-            self.profile.budget_seconds if budget_seconds is None else budget_seconds
-        )
+        budget = check_budget_seconds(budget_seconds)
+        self.budget_seconds = self.profile.budget_seconds if budget is None else budget
         self.max_generations = max_generations
         self.config_overrides = dict(config_overrides or {})
         self.config_filter = config_filter
