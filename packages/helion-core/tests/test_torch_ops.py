@@ -329,6 +329,30 @@ def test_fmod_tensors_within_an_ulp_of_the_dividend(backend):
     run_binary(lambda p, q: torch.fmod(p, q), a, b, backend, CLOSE, tolerance)
 
 
+def test_trunc_division_of_integers_is_exact(backend):
+    """It was trunc(a / b) of a float quotient: wrong past 2**24 (2**30 + 1 came back even)."""
+    torch.manual_seed(3)
+    a = torch.randint(-(2**31), 2**31 - 1, SHAPE, dtype=torch.int32)
+    a[0, :6] = torch.tensor([2**30 + 1, -(2**30) - 3, 2**31 - 1, -7, 7, 0])
+    b = torch.randint(-9, 10, SHAPE, dtype=torch.int32)
+    b[b == 0] = 3
+    b[0, :6] = torch.tensor([1, 1, 3, 2, -2, -5])
+    run_binary(lambda p, q: torch.div(p, q, rounding_mode="trunc"), a, b, backend, EXACT)
+    run_binary(lambda p, q: torch.div(p, -3, rounding_mode="trunc"), a, b, backend, EXACT)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_trunc_division_of_16_bit_floats_rounds_once(backend, dtype):
+    """torch reads a number divisor at float32 and rounds trunc(a / b) once: bf16 1.4 / 0.7 is
+    1, not trunc of a quotient rounded to 2.0 first. Two 16-bit tensors keep torch's rounded
+    quotient."""
+    torch.manual_seed(4)
+    a = (torch.randint(-400, 400, SHAPE) * 0.7).to(dtype)
+    b = torch.full(SHAPE, 0.7).to(dtype)
+    run_binary(lambda p, q: torch.div(p, 0.7, rounding_mode="trunc"), a, b, backend, SIGNED)
+    run_binary(lambda p, q: torch.div(p, q, rounding_mode="trunc"), a, b, backend, SIGNED)
+
+
 def test_fmod_infinite_divisor(backend):
     a = floats(torch.float32)
     b = torch.full(SHAPE, math.inf)

@@ -301,8 +301,31 @@ def _divide_values(tracer: Any, lhs: Any, rhs: Any, rounding_mode: str | None) -
     if rounding_mode == "floor":
         return emit_binary(tracer, "floordiv", lhs, rhs)
     if rounding_mode == "trunc":
-        return call(tracer, torch.trunc, emit_binary(tracer, "truediv", lhs, rhs))
+        return _divide_truncating(tracer, lhs, rhs)
     raise exc.TypeInferenceError(f"unknown rounding_mode {rounding_mode!r}")
+
+
+def _divide_truncating(tracer: Any, lhs: Any, rhs: Any) -> DeviceValue:
+    """torch.div(a, b, rounding_mode="trunc"): exact for integers (a float quotient loses
+    integers past 2**24). For float16/bfloat16 `a` and a divisor that torch reads at float32 (a
+    number, or a 0-D value of a wider dtype) trunc(a / b) in float32, rounded once: a quotient
+    rounded to 16 bits first can reach the next integer (bf16 1.4 / 0.7 -> 2, torch 1). Two
+    16-bit tensors keep the rounded quotient, as torch's CPU kernel does (bf16 arithmetic)."""
+    dtype = ops.promote_types(tracer.to_operand(lhs), tracer.to_operand(rhs))
+    if not dtype.is_floating_point:
+        # floor division, one up where the division was not exact and the signs differ
+        quotient = emit_binary(tracer, "floordiv", lhs, rhs)
+        inexact = call(tracer, torch.ne, call(tracer, torch.remainder, lhs, rhs), 0)
+        rhs_negative = rhs < 0 if is_number(rhs) else call(tracer, torch.lt, rhs, 0)
+        signs_differ = call(tracer, torch.ne, call(tracer, torch.lt, lhs, 0), rhs_negative)
+        adjust = call(tracer, torch.logical_and, inexact, signs_differ)
+        return call(tracer, torch.where, adjust, call(tracer, torch.add, quotient, 1), quotient)
+    wide_divisor = is_number(rhs) or (rhs.ndim == 0 and rhs.dtype.itemsize > dtype.itemsize)
+    if dtype in (torch.float16, torch.bfloat16) and wide_divisor:
+        lhs = cast(tracer, lhs, torch.float32)
+        rhs = rhs if is_number(rhs) else cast(tracer, rhs, torch.float32)
+    result = call(tracer, torch.trunc, emit_binary(tracer, "truediv", lhs, rhs))
+    return cast(tracer, result, dtype)
 
 
 @register(
