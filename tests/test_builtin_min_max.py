@@ -62,3 +62,21 @@ def test_plain_python_min_and_max_keep_python_semantics() -> None:
     assert hl._builtin_min(3, 1, 2) == 1 and hl._builtin_max([3, 1, 2]) == 3
     with pytest.raises(ValueError):
         hl._builtin_min([])
+
+
+def _clamp_in_a_helper(v):
+    return max(v, 0.0)  # Python's max: only the kernel's own body is rewritten
+
+
+def max_in_a_helper(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = _clamp_in_a_helper(x[tile])
+    return out
+
+
+def test_max_in_a_helper_function_names_itself_in_the_error() -> None:
+    from helion import exc
+
+    with pytest.raises(exc.TypeInferenceError, match=r"max\(\) / min\(\) in a helper function"):
+        _kernel(max_in_a_helper, "ref")(torch.randn(37))

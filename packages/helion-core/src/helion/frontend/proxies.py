@@ -124,9 +124,12 @@ class DeviceValue:
             )
         raise exc.TypeInferenceError(
             f"the truth value of {what} is only known on the device; `assert`, `and` / `or` / "
-            "`not`, `x if c else y` and `while` need a Python bool while the kernel is traced",
-            hint="Use torch.where(...) for lanes, or an `if` statement on a 0-D value "
-            "(a branch taken on the device).",
+            "`not`, `x if c else y`, `while`, and Python's max() / min() in a helper function "
+            "(only the kernel's own body has them rewritten) need a Python bool while the "
+            "kernel is traced",
+            hint="Use torch.where(...) for lanes, torch.maximum / torch.clamp_min (and the "
+            "min forms) in helpers, or an `if` statement on a 0-D value (a branch taken on the "
+            "device).",
         )
 
     def __iter__(self):
