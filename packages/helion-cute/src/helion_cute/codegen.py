@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import re
 from typing import Any
 from typing import Callable
@@ -641,12 +642,20 @@ class KernelEmitter:
         for node in block.nodes:
             self.emit_node(node)
 
+    @functools.cached_property
+    def unused_index_reductions(self) -> set[int]:
+        from helion_cute.lowerings import unused_index_reductions
+
+        return unused_index_reductions(self.ir)
+
     def emit_node(self, node: Node) -> None:
         from helion_cute.lowerings import CUTE_LOWERINGS
 
         if node.op.structural:
             getattr(self, f"_emit_{node.op.name}")(node)
             return
+        if id(node) in self.unused_index_reductions:
+            return  # the indices of a torch.max / torch.min whose values alone are read
         rule = CUTE_LOWERINGS.get(node.op)
         if rule is None:
             raise exc.BackendUnsupported(node.op.user_name, "cute", loc=node.loc)

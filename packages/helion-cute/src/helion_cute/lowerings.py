@@ -18,6 +18,7 @@ import torch
 
 from helion import exc
 from helion.ir.core import Node
+from helion.ir.core import Value
 from helion.language import _ops as ops
 from helion_cute import memory
 from helion_cute import reductions
@@ -172,13 +173,15 @@ def _abs(ctx: Any, node: Node, args: list) -> CVal:
 
 @cute_lowering(ops.UNARY["relu"])
 def _relu(ctx: Any, node: Node, args: list) -> CVal:
+    """max(x, 0) as torch computes it: NaN stays NaN (as in clamp, the comparison that is false
+    for NaN picks the bound) and -0.0 stays -0.0 (only x < 0 is replaced)."""
     dtype = node.output.dtype
     (x,) = _operands(ctx, node, args, dtype)
     if _is_frag(args[0]):
         zero = ctx.full_frag(0, ctx.axes_of(node.output), dtype)
-        return _result(ctx, node, f"cute.where({x} > {zero}, {x}, {zero})")
+        return _result(ctx, node, f"cute.where({x} < {zero}, {zero}, {x})")
     return _result(
-        ctx, node, _select(ctx, node, f"{x} > {literal(0, dtype)}", x, literal(0, dtype), dtype)
+        ctx, node, _select(ctx, node, f"{x} < {literal(0, dtype)}", literal(0, dtype), x, dtype)
     )
 
 
@@ -245,10 +248,22 @@ def _isinf(ctx: Any, node: Node, args: list) -> CVal:
 
 @cute_lowering(ops.UNARY["signbit"])
 def _signbit(ctx: Any, node: Node, args: list) -> CVal:
-    dtype = _compute_dtype(args[0].dtype)
+    """The sign bit, not `x < 0`: true for -0.0 and for a NaN with its sign bit set, as torch
+    reads it (copysign copies the bit itself)."""
+    source = args[0].dtype if isinstance(args[0], CVal) else torch.float32
+    if not source.is_floating_point:
+        x = ctx.convert(args[0], source)
+        zero = "0" if _is_frag(args[0]) else literal(0, source)
+        return _result(ctx, node, f"({x} < {zero})")
+    dtype = _compute_dtype(source)
+    axes = ctx.axes_of(node.output)
+    if axes:
+        x = ctx.full_frag(args[0], axes, dtype)
+        one = ctx.full_frag(1.0, axes, dtype)
+        return _result(ctx, node, f"(cute.math.copysign({one}, {x}) < 0.0)")
     x = ctx.convert(args[0], dtype)
-    zero = "0.0" if _is_frag(args[0]) else literal(0, dtype)
-    return _result(ctx, node, f"({x} < {zero})")
+    one = literal(1.0, dtype)
+    return _result(ctx, node, f"(cute.math.copysign({one}, {x}) < {literal(0, dtype)})")
 
 
 _OPERATORS = {
@@ -256,8 +271,7 @@ _OPERATORS = {
     "sub": "-",
     "mul": "*",
     "truediv": "/",
-    "floordiv": "//",
-    "remainder": "%",
+    "floordiv": "//",  # integers; floats: _floordiv
     "pow": "**",
     "bitwise_and": "&",
     "bitwise_or": "|",
@@ -304,7 +318,76 @@ def _comparison(symbol: str) -> Callable:
 
 
 for _name, _symbol in _OPERATORS.items():
-    cute_lowering(ops.BINARY[_name])(_arithmetic(_symbol))
+    if _name != "floordiv":
+        cute_lowering(ops.BINARY[_name])(_arithmetic(_symbol))
+
+
+class _Emit:
+    """Named steps of a multi-line rule over fragments or scalars alike (the result's shape)."""
+
+    def __init__(self, ctx: Any, node: Node, dtype: torch.dtype) -> None:
+        self.ctx, self.node, self.dtype = ctx, node, dtype
+        self.axes = ctx.axes_of(node.output)
+
+    def num(self, value: float) -> str:
+        """A constant next to a value of the rule's dtype."""
+        if self.axes:
+            return repr(float(value)) if self.dtype.is_floating_point else str(int(value))
+        return literal(value, self.dtype)
+
+    def let(self, expr: str, dtype: torch.dtype | None = None) -> str:
+        kind = "frag" if self.axes else "scalar"
+        return self.ctx.define("t", expr, kind=kind, dtype=dtype or self.dtype, axes=self.axes).expr
+
+    def select(self, cond: str, a: str, b: str) -> str:
+        return self.let(_select(self.ctx, self.node, cond, a, b, self.dtype))
+
+    def result(self, expr: str) -> CVal:
+        out = self.node.output.dtype
+        value = CVal(expr, "frag" if self.axes else "scalar", self.dtype, self.axes)
+        return _result(self.ctx, self.node, self.ctx.convert(value, out))
+
+
+@cute_lowering(ops.BINARY["remainder"])
+def _remainder(ctx: Any, node: Node, args: list) -> CVal:
+    """torch.remainder (`%`): the result has the sign of b. The DSL's `%` is C's (arith.remsi /
+    remf: the sign of a), so a non-zero remainder whose sign differs from b's is moved by b, as
+    torch does for integers and floats (fmod(inf, b) is NaN, fmod(a, inf) is a)."""
+    compute = _compute_dtype(node.output.dtype)
+    e = _Emit(ctx, node, compute)
+    a, b = _operands(ctx, node, args, compute)
+    b = e.let(b)
+    rem = e.let(f"({a} % {b})")
+    zero = e.num(0)
+    differ = f"(({rem} != {zero}) & (({rem} < {zero}) ^ ({b} < {zero})))"
+    return e.result(e.select(differ, f"({rem} + {b})", rem))
+
+
+@cute_lowering(ops.BINARY["floordiv"])
+def _floordiv(ctx: Any, node: Node, args: list) -> CVal:
+    """`//` / torch.floor_divide. Integers: the DSL's `//` (arith.floordivsi). Floats: torch's
+    div_floor_floating, not floor(a / b): from fmod, so inf // b is NaN, -2.5 // inf is -1 and
+    1.0 // 0.1 is 9, as in torch; a zero divisor gives a / b."""
+    compute = _compute_dtype(node.output.dtype)
+    if not compute.is_floating_point:
+        return _arithmetic("//")(ctx, node, args)
+    e = _Emit(ctx, node, compute)
+    a, b = _operands(ctx, node, args, compute)
+    a, b = e.let(a), e.let(b)
+    zero, one = e.num(0), e.num(1)
+    quotient = e.let(f"({a} / {b})")
+    mod = e.let(f"({a} % {b})")
+    div = e.let(f"(({a} - {mod}) / {b})")
+    differ = f"(({mod} != {zero}) & (({b} < {zero}) ^ ({mod} < {zero})))"
+    div = e.select(differ, f"({div} - {one})", div)
+    floor = e.let(f"cute.math.floor({div})")
+    floor = e.select(f"(({div} - {floor}) > {e.num(0.5)})", f"({floor} + {one})", floor)
+    signed_zero = ctx.full_frag(0.0, e.axes, compute) if e.axes else zero
+    zero_signed = e.let(f"cute.math.copysign({signed_zero}, {quotient})")
+    floor = e.select(f"({div} != {zero})", floor, zero_signed)
+    return e.result(e.select(f"({b} == {zero})", quotient, floor))
+
+
 for _name, _symbol in _COMPARISONS.items():
     cute_lowering(ops.BINARY[_name])(_comparison(_symbol))
 
@@ -349,9 +432,11 @@ def _extremum(ctx: Any, node: Node, args: list) -> CVal:
         axes=ctx.axes_of(node.output),
     )
     b_var = ctx.define("y", b, kind=a_var.kind, dtype=compute, axes=a_var.axes)
-    expr = _select(
-        ctx, node, f"{a_var.expr} {symbol} {b_var.expr}", a_var.expr, b_var.expr, compute
-    )
+    cond = f"({a_var.expr} {symbol} {b_var.expr})"
+    if compute.is_floating_point:
+        # NaN propagates, as in torch: a NaN `a` is picked; a NaN `b` fails the comparison
+        cond = f"({cond} | ({a_var.expr} != {a_var.expr}))"
+    expr = _select(ctx, node, cond, a_var.expr, b_var.expr, compute)
     if compute != out:
         expr = (
             f"({expr}).to({cutlass_type(out)})" if a_var.is_frag else f"{cutlass_type(out)}({expr})"
@@ -454,6 +539,42 @@ def _clamp(ctx: Any, node: Node, args: list) -> CVal:
 
 for _kind in ("sum", "prod", "amax", "amin", "any", "all"):
     cute_lowering(ops.REDUCTIONS[_kind])(reductions.emit_reduce)
+
+_INDEX_REDUCTIONS = (ops.REDUCTIONS["argmax"], ops.REDUCTIONS["argmin"])
+
+
+def unused_index_reductions(ir: Any) -> set[int]:
+    """Ids of the argmax / argmin nodes whose result nothing reads: `torch.max(x, dim).values`
+    (or `values, _ = torch.min(x, dim)`) emits the indices beside the values (an amax / amin),
+    and CuTe, which has no index reduction, emits neither the node nor a refusal for it."""
+    used: set[int] = set()
+
+    def note(operand: Any) -> None:
+        if isinstance(operand, Value):
+            used.add(operand.id)
+        elif isinstance(operand, (list, tuple)):
+            for item in operand:
+                note(item)
+        elif isinstance(operand, dict):
+            for item in operand.values():
+                note(item)
+
+    def visit(block: Any) -> None:
+        note(block.yields)
+        for node in block.nodes:
+            note(node.inputs)
+            note(node.attrs)
+            for region in node.regions:
+                visit(region)
+
+    visit(ir.body)
+    return {
+        id(node)
+        for node in ir.walk()
+        if node.op in _INDEX_REDUCTIONS and all(out.id not in used for out in node.outputs)
+    }
+
+
 cute_lowering(ops.dot)(reductions.emit_dot)
 
 
