@@ -261,8 +261,14 @@ def _sign(ctx: Any, node: Node) -> str:
     x, dtype = _same_dtype(ctx, node)
     if dtype == torch.bool:
         return x
-    tl_dtype = ctx.tl(dtype)
-    return f"({x} > 0).to({tl_dtype}) - ({x} < 0).to({tl_dtype})"
+    # compared and subtracted in float32 for bf16 in the interpreter (which holds bf16 as raw
+    # bits), and the 0/1 flags converted through ctx.cast: a bare `.to(tl.bfloat16)` of a bool
+    # reinterprets its bits there (sign(3.0) came out as 9.18e-41)
+    compute = interpreted_float(ctx, dtype, node)
+    x = ctx.assign(ctx.cast(x, compute, dtype), "value")
+    positive = ctx.cast(f"({x} > 0)", compute, torch.bool)
+    negative = ctx.cast(f"({x} < 0)", compute, torch.bool)
+    return ctx.cast(f"({positive} - {negative})", dtype, compute)
 
 
 @triton_lowering(ops.UNARY["bitwise_not"])
@@ -472,7 +478,7 @@ def _floordiv(ctx: Any, node: Node) -> str:
     if dtype.is_floating_point:
         compute = compute_float(dtype)
         a, b = _binary_operands(ctx, node, compute)
-        return _typed(ctx, node, ctx.cast(f"tl.floor({a} / {b})", dtype, compute))
+        return _typed(ctx, node, ctx.cast(_floor_divide(ctx, a, b, compute), dtype, compute))
     a, b = _binary_operands(ctx, node, dtype)
     a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
     quotient = ctx.assign(f"{a} // {b}", "quotient")
@@ -483,6 +489,24 @@ def _floordiv(ctx: Any, node: Node) -> str:
         node,
         f"tl.where(({remainder} != 0) & (({remainder} < 0) != ({b} < 0)), {quotient} - 1, {quotient})",
     )
+
+
+def _floor_divide(ctx: Any, a: str, b: str, compute: torch.dtype) -> str:
+    """Float ``a // b`` as torch computes it (``div_floor_floating``): through fmod, so an
+    infinite or NaN dividend gives NaN (floor(inf / 1.5) was inf), an infinite divisor gives
+    0 or -1, and a zero result takes the sign of ``a / b``; ``a / b`` for a zero divisor."""
+    a, b = ctx.assign(a, "lhs"), ctx.assign(b, "rhs")
+    mod = ctx.assign(ctx.math("fmod", a, b), "mod")
+    div = ctx.assign(_divide(ctx, f"({a} - {mod})", b, compute), "div")
+    div = ctx.assign(
+        f"tl.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})", "div"
+    )
+    floor = ctx.assign(f"tl.floor({div})", "floor")
+    floor = ctx.assign(f"tl.where({div} - {floor} > 0.5, {floor} + 1, {floor})", "floor")
+    quotient = ctx.assign(_divide(ctx, a, b, compute), "quotient")
+    # copysign(0, a / b) where div is zero (a / b is finite there: `* 0.0` keeps its sign)
+    result = f"tl.where({div} != 0, {floor}, {quotient} * 0.0)"
+    return f"tl.where({b} == 0, {quotient}, {result})"
 
 
 @triton_lowering(ops.BINARY["remainder"])

@@ -139,9 +139,24 @@ def _helion_acos(x):
         """
 @triton.jit
 def _helion_atan2(y, x):
-    a = _helion_atan(y / x)
-    r = tl.where(x > 0, a, tl.where(y >= 0, a + 3.141592653589793, a - 3.141592653589793))
-    return tl.where(x == 0, tl.where(y == 0, 0.0 * a, r), r)
+    # C99's atan2, as libdevice on the GPU and torch give it: atan(y / x) was NaN for two
+    # infinities (pi / 4 and its quadrant's multiples there) and lost the sign of a zero
+    inf = float("inf")
+    both_inf = (tl.abs(y) == inf) & (tl.abs(x) == inf)
+    y_neg = (y < 0) | (1.0 / y < 0)
+    x_neg = (x < 0) | (1.0 / x < 0)
+    ay = tl.where(both_inf, 1.0, tl.abs(y))
+    ax = tl.where(both_inf, 1.0, tl.abs(x))
+    steep = ay > ax
+    small = tl.where(steep, ax, ay)
+    large = tl.where(steep, ay, ax)
+    # the angle of (|x|, |y|), in [0, pi / 2]
+    r = _helion_atan(tl.where(large == 0, 0.0, small / large))
+    r = tl.where(steep, 1.5707963267948966 - r, r)
+    r = tl.where(both_inf, 0.7853981633974483, r)
+    r = tl.where(x_neg, 3.141592653589793 - r, r)
+    r = tl.where(y_neg, -r, r)
+    return tl.where((x != x) | (y != y), x + y, r)
 """,
     ),
     "erfinv": (
