@@ -144,6 +144,11 @@ _UNARY = {
 }
 # rounding an integer is the identity (jnp's rounding functions want floats)
 _INTEGER_IDENTITY = {"floor", "ceil", "round", "trunc"}
+# Unary ops whose float16/bfloat16 result is exact in the input's dtype. Every other float op
+# (exp, exp2, log2, sigmoid, silu, asin, gelu, ...) computes a float16/bfloat16 input in float32
+# and rounds the result once, as PyTorch's kernels do: JAX computes exp2, log2, sigmoid, silu,
+# ... of a bf16 array in bf16 (exp2 of bf16 9.9 is 908, PyTorch's 940).
+_EXACT_IN_HALF = {"neg", "abs", "relu", "floor", "ceil", "round", "trunc", "bitwise_not"}
 
 
 def _unary_rule(name: str) -> Rule:
@@ -156,26 +161,34 @@ def _unary_rule(name: str) -> Rule:
             return template.format(
                 ctx.operand(x) if isinstance(x, Value) else ctx.typed(x, torch.float32)
             )
-        text = ctx.typed(x, out)
-        if name in _INTEGER_IDENTITY and not out.is_floating_point:
-            return text
-        if name == "relu" and out == torch.bool:
-            return text
-        if name == "relu" and out.is_floating_point:
-            # keeps NaN (also on the GPU, whose maxnumf drops it) and -0.0, as PyTorch does
-            value = _bind(ctx, text, "x")
-            return f"jnp.where({value} < 0, 0, {value})"
-        if gpu_numerics(ctx) and out.is_floating_point:
-            if name == "round":
-                return round_half_even(ctx, text)
-            if name == "neg":
-                return f"{_paren(text)} * -1"  # `0 - x` there: -(0.0) would be +0.0
-            if name == "softplus":
-                value = _bind(ctx, text, "x")
-                return f"jnp.where(jnp.isnan({value}), {value}, {template.format(value)})"
-        return template.format(text)
+        if out in _HALF and name not in _EXACT_IN_HALF:
+            text = _float32_operand(ctx, x, out, unrounded=False)
+            return _rounded_to(ctx, _unary_text(ctx, name, text, torch.float32), out)
+        return _unary_text(ctx, name, ctx.typed(x, out), out)
 
     return rule
+
+
+def _unary_text(ctx: KernelCodegen, name: str, text: str, out: torch.dtype) -> str:
+    """`name` of `text`, an operand typed for the computation, whose dtype is `out`."""
+    template = _UNARY[name]
+    if name in _INTEGER_IDENTITY and not out.is_floating_point:
+        return text
+    if name == "relu" and out == torch.bool:
+        return text
+    if name == "relu" and out.is_floating_point:
+        # keeps NaN (also on the GPU, whose maxnumf drops it) and -0.0, as PyTorch does
+        value = _bind(ctx, text, "x")
+        return f"jnp.where({value} < 0, 0, {value})"
+    if gpu_numerics(ctx) and out.is_floating_point:
+        if name == "round":
+            return round_half_even(ctx, text)
+        if name == "neg":
+            return f"{_paren(text)} * -1"  # `0 - x` there: -(0.0) would be +0.0
+        if name == "softplus":
+            value = _bind(ctx, text, "x")
+            return f"jnp.where(jnp.isnan({value}), {value}, {template.format(value)})"
+    return template.format(text)
 
 
 for _name in _UNARY:
@@ -204,7 +217,11 @@ def _reciprocal(ctx: KernelCodegen, node: Node) -> str:
 @pallas_lowering(ops.UNARY["gelu"])
 def _gelu(ctx: KernelCodegen, node: Node) -> str:
     approximate = node.attrs.get("approximate", "none") == "tanh"
-    return f"jax.nn.gelu({ctx.typed(node.inputs[0], node.output.dtype)}, approximate={approximate})"
+    x, out = node.inputs[0], node.output.dtype
+    if out in _HALF:  # computed in float32 and rounded once, as the unary ops above
+        text = _float32_operand(ctx, x, out, unrounded=False)
+        return _rounded_to(ctx, f"jax.nn.gelu({text}, approximate={approximate})", out)
+    return f"jax.nn.gelu({ctx.typed(x, out)}, approximate={approximate})"
 
 
 _BINARY = {
@@ -703,9 +720,17 @@ def _scan_rule(kind: str) -> Rule:
         x = node.inputs[0]
         out = node.output.dtype
         axis = node.attrs["dim"]
-        text = _masked_along(ctx, x, ctx.typed(x, out), axis, neutral(kind, out))
+        # float16/bfloat16 sums and products accumulate in float32, each output rounded once
+        # (as PyTorch's cumsum/cumprod and the reductions above)
+        compute = torch.float32 if out in _HALF and kind in ("cumsum", "cumprod") else out
+        if compute == out:
+            text = ctx.typed(x, out)
+        else:
+            text = _float32_operand(ctx, x, out, unrounded=False)
+        text = _masked_along(ctx, x, text, axis, neutral(kind, compute))
         reverse = bool(node.attrs.get("reverse"))
-        return f"{_SCAN_FUNCTIONS[kind]}({text}, axis={axis}, reverse={reverse})"
+        result = f"{_SCAN_FUNCTIONS[kind]}({text}, axis={axis}, reverse={reverse})"
+        return _rounded_to(ctx, result, out) if compute != out else result
 
     return rule
 
