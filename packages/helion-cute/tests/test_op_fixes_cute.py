@@ -13,30 +13,13 @@ talk to each other, run on the host CPU one thread after another (`cute_host`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from cute_host import run_on_host
 from cute_host import runs_on_host
 
 import helion.language as hl
 from helion import exc
 from helion.testing import bind
-from helion_cute.runtime import ALIGNMENT
-from helion_cute.runtime import CuteCompiledKernel
-
-
-@pytest.fixture
-def on_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Launches of CuTe kernels run on the host CPU (see `cute_host`)."""
-
-    def launch(self: CuteCompiledKernel, *values: object) -> None:
-        tensors = [values[arg.index] for arg in self._tensor_args]
-        aligned = all(t.data_ptr() % ALIGNMENT == 0 for t in tensors if t.numel())
-        run_on_host(self.ir, self._generate(aligned), values, tmp_path)
-
-    monkeypatch.setattr(CuteCompiledKernel, "__call__", launch)
 
 
 def _run(fn, *args):

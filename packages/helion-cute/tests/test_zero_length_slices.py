@@ -18,11 +18,9 @@ the host CPU one thread after another (`cute_host`) and is compared with PyTorch
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 import torch
-from cute_host import run_on_host
 from cute_host import runs_on_host
 
 import helion
@@ -30,8 +28,6 @@ import helion.language as hl
 from helion import exc
 from helion.testing import bind
 from helion.testing import empty_slices
-from helion_cute.runtime import ALIGNMENT
-from helion_cute.runtime import CuteCompiledKernel
 
 # cases whose every config reduces a non-empty dim across lanes (warp shuffles): compiled only
 THREADS_TALK = {
@@ -41,18 +37,6 @@ THREADS_TALK = {
     "sums_3d-11x0x100",
     "sums_3d-37x7x0",
 }
-
-
-@pytest.fixture
-def on_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Launches of CuTe kernels run on the host CPU (see `cute_host`)."""
-
-    def launch(self: CuteCompiledKernel, *values: object) -> None:
-        tensors = [values[arg.index] for arg in self._tensor_args]
-        aligned = all(t.data_ptr() % ALIGNMENT == 0 for t in tensors if t.numel())
-        run_on_host(self.ir, self._generate(aligned), values, tmp_path)
-
-    monkeypatch.setattr(CuteCompiledKernel, "__call__", launch)
 
 
 def _body(source: str) -> str:
