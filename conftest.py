@@ -1,6 +1,7 @@
 """Test-session setup shared by every package's tests."""
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -25,7 +26,5 @@ if os.environ.get("HELION_TEST_DEVICE"):
 # imported, as interpreted functions if TRITON_INTERPRET=1 is set then. Some tests set it for
 # a while; had Triton's first import fallen inside one, a later import of its gluon module (the
 # compile path) asserts on the interpreted functions, failing unrelated Triton tests by order.
-try:
+with contextlib.suppress(ImportError):  # core's isolated venv has no Triton
     import triton.language  # noqa: F401
-except ImportError:  # core's isolated venv has no Triton
-    pass
