@@ -49,6 +49,7 @@ from helion.frontend.torch_table import REFUSED_INPLACE_METHODS
 from helion.frontend.torch_table import torch_name
 from helion.ir.core import index_dtype_for
 from helion.language import ConstExpr
+from helion.language._x16 import X16LoadEntryPoints
 from helion.passes.write_overlap import internal_overlap
 from helion.passes.write_overlap import overlap_error
 from helion.passes.write_overlap import write_name
@@ -465,7 +466,7 @@ class BlockSizeValue(int):
         return self
 
 
-class EagerMode:
+class EagerMode(X16LoadEntryPoints):
     """The language mode of an eagerly running kernel (see the module docstring)."""
 
     def __init__(self, kernel: Any, args: Sequence[Any]) -> None:
@@ -862,20 +863,6 @@ class EagerMode:
         from helion.language import _float4
 
         return _float4.unpack(value)
-
-    def hl_load_float4_e2m1fn_x16_to_float16(
-        self, storage: Any, group_offsets: Any, extra_mask: Any = None
-    ) -> tuple:
-        from helion.language import _x16
-
-        return self._load_x16(_x16.FP4_API, storage, group_offsets, extra_mask)
-
-    def hl_load_bfloat16_x16_to_float16(
-        self, storage: Any, group_offsets: Any, extra_mask: Any = None
-    ) -> tuple:
-        from helion.language import _x16
-
-        return self._load_x16(_x16.BF16_API, storage, group_offsets, extra_mask)
 
     def _load_x16(self, api: str, storage: Any, group_offsets: Any, extra_mask: Any) -> tuple:
         from helion.language import _x16

@@ -45,6 +45,7 @@ from helion.ir.core import index_dtype_for
 from helion.language import ConstExpr
 from helion.language import _ops as ops
 from helion.language._context import active_mode
+from helion.language._x16 import X16LoadEntryPoints
 
 
 class _Undefined:
@@ -106,7 +107,7 @@ class LiftedConstant:
     index: int
 
 
-class Tracer:
+class Tracer(X16LoadEntryPoints):
     UNDEFINED = UNDEFINED
 
     def __init__(
@@ -1279,20 +1280,6 @@ class Tracer:
         from helion.language import _float4
 
         return _float4.unpack(value)
-
-    def hl_load_float4_e2m1fn_x16_to_float16(
-        self, storage: Any, group_offsets: Any, extra_mask: Any = None
-    ) -> tuple:
-        from helion.language import _x16
-
-        return self._load_x16(_x16.FP4_API, storage, group_offsets, extra_mask)
-
-    def hl_load_bfloat16_x16_to_float16(
-        self, storage: Any, group_offsets: Any, extra_mask: Any = None
-    ) -> tuple:
-        from helion.language import _x16
-
-        return self._load_x16(_x16.BF16_API, storage, group_offsets, extra_mask)
 
     def _load_x16(self, api: str, storage: Any, group_offsets: Any, extra_mask: Any) -> tuple:
         """A decomposition into gathers and elementwise ops (`helion.language._x16`)."""

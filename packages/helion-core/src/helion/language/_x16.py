@@ -50,6 +50,21 @@ GROUP = 16  # values per group
 _FLOAT4_X2 = getattr(torch, "float4_e2m1fn_x2", None)
 
 
+class X16LoadEntryPoints:
+    """The two public x16 loads as entry points of an execution mode (the tracer, eager mode):
+    each mode supplies `_load_x16(api, storage, group_offsets, extra_mask)`."""
+
+    def hl_load_float4_e2m1fn_x16_to_float16(
+        self, storage: Any, group_offsets: Any, extra_mask: Any = None
+    ) -> tuple:
+        return self._load_x16(FP4_API, storage, group_offsets, extra_mask)  # type: ignore[attr-defined]
+
+    def hl_load_bfloat16_x16_to_float16(
+        self, storage: Any, group_offsets: Any, extra_mask: Any = None
+    ) -> tuple:
+        return self._load_x16(BF16_API, storage, group_offsets, extra_mask)  # type: ignore[attr-defined]
+
+
 def check_storage(api: str, storage: Any) -> None:
     """The dtype rule of `api`'s storage (shared by the tracer and eager mode)."""
     dtype = storage.dtype
