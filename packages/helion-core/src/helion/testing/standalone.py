@@ -38,6 +38,7 @@ _RUNNER = textwrap.dedent(
     """
     import importlib.abc
     import importlib.util
+    import os
     import pickle
     import sys
 
@@ -82,6 +83,11 @@ _RUNNER = textwrap.dedent(
     leaked = sorted(name for name in sys.modules if hidden(name))
     with open(sys.argv[2], "wb") as file:
         pickle.dump((results, sorted(sys.modules), leaked), file)
+    # The results are on disk; skip the interpreter's teardown, where JAX's and torch's
+    # worker threads can abort the process ("terminate called without an active exception").
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
     """
 )
 
