@@ -187,6 +187,22 @@ def test_cache_queries_follow_the_active_config() -> None:
     assert bound.backend_cache_key() == bound.backend_cache_key(chosen)
 
 
+def test_to_code_without_a_config_shows_the_config_a_call_runs() -> None:
+    """`to_code()` and `compile_config()` with no config take the active config, else the
+    kernel's only given config; the default config only when there is neither."""
+    x = torch.randn(37, 19)
+    given = helion.Config(block_sizes=[4, 2])
+    bound = helion.kernel(add, backend="ref", config=given).bind((x, x))
+    default = bound.to_code(bound.config_spec.default_config())
+    assert bound.to_code() == bound.to_code(given) != default
+    assert bound.compile_config().config == bound.normalize(given)
+    chosen = helion.Config(block_sizes=[8, 16])
+    bound.set_config(chosen)
+    assert bound.to_code() == bound.to_code(chosen)
+    two = helion.kernel(add, backend="ref", configs=[given, chosen]).bind((x, x))
+    assert two.to_code() == two.to_code(two.config_spec.default_config())
+
+
 def test_effort_none_prints_the_implicit_config_as_public_helion_does(capsys) -> None:
     x, y = torch.randn(13), torch.randn(13)
     kernel = _kernel(add)

@@ -1309,7 +1309,7 @@ class BoundKernel:
     def compile_config(
         self, config: Config | dict | None = None, *, allow_print: bool = True
     ) -> CompiledConfig:
-        config = self.normalize(config)
+        config = self.normalize(self._implicit_config(config))
         with self._lock:
             self._drop_stale_variants(config)
         if not self._variants.get(config):
@@ -1327,7 +1327,8 @@ class BoundKernel:
         """The generated code of ``config`` (compiled first if it was not).
 
         Args:
-            config: A config of this kernel (a dict is accepted); None: the default config.
+            config: A config of this kernel (a dict is accepted); None: the config a call
+                runs (the active one, else the kernel's only given config, else the default).
             options: What to emit (`helion.OutputCodeOptions`). The default: the module the
                 backend loads. ``allow_helion_deps=False``: a self-contained module that imports
                 only torch and the backend's toolkit, whose function of the kernel's name runs
@@ -1350,9 +1351,8 @@ class BoundKernel:
 
         if emit_repro_caller:
             raise exc.InvalidAPIUsage("to_code(emit_repro_caller=True) is not supported")
-        config = self.normalize(config)
-        self.compile_config(config)
-        variant = self._variants[config][0]
+        config = self.normalize(self._implicit_config(config))
+        variant = self._first_variant(config)
         if options is None or options == DEFAULT_OPTIONS:
             return variant.compiled.source
         return export_source(self, config, variant, options)
@@ -1403,9 +1403,20 @@ class BoundKernel:
         """
         return self.backend.compiled_cache_key(self._first_variant(config).compiled)
 
+    def _implicit_config(self, config: Config | dict | None) -> Config | dict | None:
+        """``config``, or when it is None the config a call would run: the active one, else the
+        kernel's only given config, else None (the default config)."""
+        if config is not None:
+            return config
+        if self._config is not None:
+            return self._config
+        if len(self.kernel.configs) == 1:
+            return self.kernel.configs[0]
+        return None
+
     def _first_variant(self, config: Config | dict | None) -> _CompiledTrace:
-        """The variant `to_code` shows for ``config`` (None: the active one, else the default)."""
-        config = self.normalize(self._config if config is None else config)
+        """The variant `to_code` shows for ``config`` (None: `_implicit_config`)."""
+        config = self.normalize(self._implicit_config(config))
         self.compile_config(config)
         return self._variants[config][0]
 
