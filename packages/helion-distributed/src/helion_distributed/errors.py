@@ -34,7 +34,8 @@ class DistributedTimeout(DistributedError):
     message = "{0}"
     hint = (
         "A peer rank died, hung, or did not run the same kernel with the same arguments. "
-        "The limit is HELION_DIST_TIMEOUT seconds (helion_distributed.set_timeout())."
+        "The limit is the wait's timeout= where one was given, else HELION_DIST_TIMEOUT "
+        "seconds (helion_distributed.set_timeout())."
     )
 
     def __init__(
