@@ -6,8 +6,10 @@ PyTorch treats a Python number next to a tensor unlike a tensor of the same valu
 * `x * s` and `x / s` read the number at float32 (`iter.original_scalar_value<opmath_t>`),
   compute in float32 and round once: bf16 `x * 1.003` is not `x * bf16(1.003)` = `x * 1.0`.
   `s * x` is `x * s` (Tensor.__rmul__).
-* `s / x` is `x.reciprocal() * s` (Tensor.__rtruediv__), which differs from `s / x` in the
-  last bit.
+* `s / x` is `x.reciprocal() * s` (Tensor.__rtruediv__), which differs from
+  `torch.div(s, x)` in the last bit; `torch.mul(s, x)` rounds s to x's dtype (no reflected
+  method). Where `s` is a scalar argument, Python calls its proxy's `__mul__` first: the tracer
+  then takes the tensor's reflected method, as eager code does.
 * `+`, `-`, `**`, `%`, comparisons and `where` round the number to the tensor's dtype first.
 * A 0-D tensor of another dtype follows the same promotion as a number, but only as the second
   operand of `*`, `/`, `//` is it read at float32 (`t * x` calls `t.__mul__`: no swap).
@@ -154,6 +156,13 @@ ARITHMETIC = {
     "where(x > 0, 1.003, x)": lambda x: torch.where(x > 0, 1.003, x),
     # several numbers in one expression
     "(x - 0.1) * 1.003 + 3.0 / x": lambda x: (x - 0.1) * 1.003 + 3.0 / x,
+    # a torch function given the number first rounds it (no reflected method): torch.mul(1.003,
+    # x) is x * bf16(1.003), and torch.div(s, x) one division, not a reciprocal
+    "torch.mul(1.003, x)": lambda x: torch.mul(1.003, x),
+    "torch.div(3.0, x)": lambda x: torch.div(3.0, x),
+    "torch.div(1.003, x)": lambda x: torch.div(1.003, x),
+    "torch.true_divide(1.003, x)": lambda x: torch.true_divide(1.003, x),
+    "torch.sub(1.003, x)": lambda x: torch.sub(1.003, x),
 }
 
 
@@ -220,6 +229,9 @@ SCALAR_ARG = {
     "(s * 2) * x": lambda x, s: (s * 2) * x,
     "(s + 1) / x": lambda x, s: (s + 1) / x,
     "x ** (s * 1.5)": lambda x, s: x ** (s * 1.5),
+    "torch.mul(s, x)": lambda x, s: torch.mul(s, x),
+    "torch.div(s, x)": lambda x, s: torch.div(s, x),
+    "s // x": lambda x, s: s // x,
 }
 
 

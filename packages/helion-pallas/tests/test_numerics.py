@@ -113,7 +113,7 @@ def test_max_min_reductions_lower_for_gpu(dtype: torch.dtype) -> None:
 
 def half_scalar_ops(x: torch.Tensor, counts: torch.Tensor, scale: torch.Tensor, a: float):
     n = x.size(0)
-    outs = [torch.empty_like(x) for _ in range(17)]
+    outs = [torch.empty_like(x) for _ in range(20)]
     for t in hl.tile(n):
         v = x[t]
         s = scale[0]
@@ -134,6 +134,10 @@ def half_scalar_ops(x: torch.Tensor, counts: torch.Tensor, scale: torch.Tensor, 
         outs[9][t] = v * 257
         outs[10][t] = v * s
         outs[11][t] = s * v
+        # a torch function given the number first rounds it to v's dtype
+        outs[17][t] = torch.mul(a, v)
+        outs[18][t] = torch.div(a, v)
+        outs[19][t] = torch.mul(1.003, v)
     return tuple(outs)
 
 
@@ -164,6 +168,9 @@ def test_half_ops_with_scalars_match_torch(dtype: torch.dtype) -> None:
         s / x,
         x / counts,
         x * (s * 3),
+        torch.mul(a, x),
+        torch.div(a, x),
+        torch.mul(1.003, x),
     )
     check(half_scalar_ops, (x, counts, scale, a), expected)
 

@@ -23,6 +23,7 @@ from helion import exc
 from helion.ir.core import Node
 from helion.ir.core import TensorType
 from helion.ir.core import Value
+from helion.ir.host_scalars import value_is_host_scalar
 from helion_pallas.writer import literal
 from helion_pallas.writer import tuple_text
 
@@ -435,7 +436,9 @@ def floor_divide(ctx: KernelCodegen, a: str, b: str, out: torch.dtype) -> str:
 # divides a float16/bfloat16 tensor at float32, computes in float32 and rounds once: bf16 x * 1.003
 # is not x * bf16(1.003) = x * 1.0. `+`, `-`, `**`, `%`, comparisons and `where` round the number
 # to the tensor's dtype first, which is what JAX's weak typing does, so those keep the generic
-# rule. `number / x` is `x.reciprocal() * number` in PyTorch (Tensor.__rtruediv__), at any dtype.
+# rule. Only the second operand is read so: the tracer gives `s * x` as `x * s` and `s / x` as
+# `x.reciprocal() * s` (torch's reflected methods), so a number first is `torch.mul(s, x)` or
+# `torch.div(s, x)`, which round it.
 
 
 def _host_scalar(ctx: KernelCodegen, operand: Any) -> bool:
@@ -443,14 +446,7 @@ def _host_scalar(ctx: KernelCodegen, operand: Any) -> bool:
     computed from the kernel's scalar arguments and literals alone."""
     if not isinstance(operand, Value):
         return isinstance(operand, (int, float, sympy.Expr))
-    if not isinstance(operand.type, TensorType) or operand.type.ndim != 0:
-        return False
-    if any(arg.value is operand for arg in ctx.ir.scalar_args):
-        return True
-    producer = operand.producer
-    if producer is None or not producer.op.elementwise:
-        return False
-    return all(_host_scalar(ctx, x) for x in producer.inputs if isinstance(x, Value))
+    return value_is_host_scalar(ctx.ir, operand)
 
 
 def _read_at_float32(ctx: KernelCodegen, operand: Any, out: torch.dtype) -> bool:
@@ -509,8 +505,6 @@ def _float32_operand(ctx: KernelCodegen, operand: Any, out: torch.dtype, unround
 def _mul(ctx: KernelCodegen, node: Node) -> str:
     a, b = node.inputs
     out = node.output.dtype
-    if out in _HALF and _host_scalar(ctx, a):
-        a, b = b, a  # `number * x` is `x * number` (Tensor.__rmul__)
     if not _read_at_float32(ctx, b, out):
         return _GENERIC_BINARY["mul"](ctx, node)
     x = _float32_operand(ctx, a, out, unrounded=False)
@@ -524,14 +518,6 @@ def _truediv(ctx: KernelCodegen, node: Node) -> str:
     out = node.output.dtype
     if not out.is_floating_point:
         return _GENERIC_BINARY["truediv"](ctx, node)
-    if isinstance(b, Value) and _host_scalar(ctx, a) and not _host_scalar(ctx, b):
-        # `number / x` is `x.reciprocal() * number` (Tensor.__rtruediv__)
-        reciprocal = ctx.fresh("reciprocal")
-        ctx.emit(f"{reciprocal} = {_quotient(ctx, node, 1, b, out)}{ctx.origin(node)}")
-        if out in _HALF:
-            product = f"{reciprocal}.astype(jnp.float32) * {ctx.typed(a, torch.float32)}"
-            return _rounded_to(ctx, product, out)
-        return f"{reciprocal} * {_paren(ctx.typed(a, out))}"
     return _quotient(ctx, node, a, b, out)
 
 

@@ -166,12 +166,52 @@ def _make_operator(method_name: str):
     """A Python operator of a proxy (a device value, a tensor argument) as its torch.Tensor
     method through the torch table, which also refuses what a proxy cannot be used for."""
     method = getattr(torch.Tensor, method_name)
+    reflected = _REFLECTED.get(method_name)
 
     def operator(self: Any, *args: Any) -> Any:
-        return self.tracer.call_torch(method, (self, *args), {})
+        tracer = self.tracer
+        if reflected is not None and _eager_number_beside_tensor(tracer, self, args):
+            # `s * x` for a scalar argument `s`: a Python number in eager code, where Python
+            # calls the tensor's reflected method (`x.__rmul__(s)` is `x * s`, which reads s
+            # unrounded; `x.__rtruediv__(s)` is `x.reciprocal() * s`)
+            return tracer.call_torch(reflected, (args[0], self), {})
+        return tracer.call_torch(method, (self, *args), {})
 
     operator.__name__ = method_name
     return operator
+
+
+# the arithmetic operators whose reflected method torch defines differently from the forward
+# one with swapped operands
+_REFLECTED = {
+    name: getattr(torch.Tensor, name.replace("__", "__r", 1))
+    for name in (
+        "__add__",
+        "__sub__",
+        "__mul__",
+        "__truediv__",
+        "__floordiv__",
+        "__mod__",
+        "__pow__",
+    )
+}
+
+
+def _eager_number_beside_tensor(tracer: Any, self: Any, args: tuple) -> bool:
+    """Whether ``self`` is a Python number in eager code (`helion.ir.host_scalars`) and the
+    other operand a tensor that is not."""
+    from helion.ir.host_scalars import value_is_host_scalar
+
+    if len(args) != 1 or not isinstance(self, DeviceValue):
+        return False
+    other = args[0]
+    if isinstance(other, HostTensor):
+        return value_is_host_scalar(tracer.ir, self.value)
+    if not isinstance(other, DeviceValue):
+        return False
+    return value_is_host_scalar(tracer.ir, self.value) and not value_is_host_scalar(
+        tracer.ir, other.value
+    )
 
 
 _TENSOR_OPERATORS = [

@@ -239,17 +239,30 @@ def _make_operator(fn: Callable) -> Callable:
         if node.output.dtype.is_floating_point:
             numbers = [is_host_scalar(x, ex.host_scalars) for x in node.inputs]
             if numbers[0] != numbers[1]:
-                # a number in eager code goes to torch as one, through Python's operator (its
-                # reflected method for `s * x`, `s / x`): torch reads `x * s` at float32 and
-                # makes `s / x` x.reciprocal() * s (`helion.ir.host_scalars` has the rules)
+                # a number in eager code goes to torch as one: torch reads `x * s` at float32
+                # (`helion.ir.host_scalars` has the rules). The IR's operand order is the torch
+                # function's (`s * x` was traced as `x * s`), so a number first came from a call
+                # such as `torch.mul(s, x)`, which torch computes unlike `x * s`
                 a, b = (_number(v) if n else v for v, n in zip(inputs, numbers, strict=True))
-                return fn(a, b)
+                return _NUMBER_FIRST.get(fn, fn)(a, b) if numbers[0] else fn(a, b)
         if not isinstance(a, torch.Tensor):
             a = torch.tensor(a, device=ex.device)
             a = a.to(node.output.dtype) if node.output.dtype != torch.bool else a
         return fn(a, b)
 
     return rule
+
+
+# the torch functions of the arithmetic operators, for a number first (Python's operator would
+# call the tensor's reflected method instead)
+_NUMBER_FIRST: dict[Callable, Callable] = {
+    operator.add: torch.add,
+    operator.sub: torch.sub,
+    operator.mul: torch.mul,
+    operator.truediv: torch.div,
+    operator.pow: torch.pow,
+    operator.mod: torch.remainder,
+}
 
 
 def _number(value: Any) -> Any:

@@ -284,6 +284,8 @@ _BINARY_FUNCS = {
     "logical_or": (torch.logical_or, ("logical_or",), None),
     "logical_xor": (torch.logical_xor, ("logical_xor",), None),
 }
+# Tensor.__radd__, __rmul__, __rand__, __ror__, __rxor__ are the forward methods of the tensor
+_SELF_FIRST_REFLECTED = frozenset({"add", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"})
 for _name, (_func, _method_names, _reverse_name) in _BINARY_FUNCS.items():
     _torch_name = f"torch.{_func.__name__}"
     if _name in ("add", "sub"):
@@ -291,7 +293,11 @@ for _name, (_func, _method_names, _reverse_name) in _BINARY_FUNCS.items():
     else:
         register(_func, *tensor_methods(*_method_names))(_binary(_name, _torch_name))
     if _reverse_name:
-        register(*tensor_methods(_reverse_name))(_binary(_name, _torch_name, reverse=True))
+        # torch's own reflected methods: `s * x` is `x.mul(s)` (the tensor first, which decides
+        # how a 16-bit op reads the number), `s - x` is `torch.sub(s, x)`, `s ** x` is
+        # `torch.pow(s, x)`; so a number first in the IR means a torch function called so
+        reverse = _name not in _SELF_FIRST_REFLECTED
+        register(*tensor_methods(_reverse_name))(_binary(_name, _torch_name, reverse=reverse))
 register(operator.gt)(_binary("gt", "torch.gt"))
 
 
@@ -340,7 +346,9 @@ def _divide(
 
 @register(*tensor_methods("__rtruediv__"))
 def _rtruediv(tracer: Any, a: Any, b: Any) -> DeviceValue:
-    return _divide_values(tracer, b, a, None)
+    """`s / x`: torch's Tensor.__rtruediv__ is `x.reciprocal() * s` (two roundings, at every
+    dtype), not `torch.div(s, x)`."""
+    return call(tracer, torch.mul, call(tracer, torch.reciprocal, a), b)
 
 
 @register(torch.where)
