@@ -613,3 +613,21 @@ def test_property_neighbors_and_decoded_vectors_are_valid(spec: ConfigSpec, seed
 
 def test_next_power_of_2() -> None:
     assert [next_power_of_2(n) for n in (-3, 0, 1, 2, 3, 64, 65)] == [1, 1, 1, 2, 4, 64, 128]
+
+
+def test_public_range_lists_with_the_top_level_loops_entry_load() -> None:
+    """Public Helion's range_* lists carry one more leading entry, for the top-level loop (its
+    autotuned matmul configs read `range_num_stages=[0, 3]`): that entry is dropped where the
+    kernel has one top-level loop, and a list of any other length is still refused."""
+    spec = matmul_spec()  # two inner loops
+    spec.outer_range_slots = 1
+    public = spec.normalize({"block_sizes": [32, 32, 32], "range_num_stages": [0, 3, 2]})
+    assert public["range_num_stages"] == [3, 2]
+    ours = spec.normalize({"block_sizes": [32, 32, 32], "range_num_stages": [3, 2]})
+    assert ours == public
+    assert spec.copy().normalize(public) == public
+    with pytest.raises(exc.InvalidConfig, match="takes 2, got 4"):
+        spec.normalize({"block_sizes": [32, 32, 32], "range_num_stages": [0, 3, 2, 1]})
+    spec.outer_range_slots = 0  # several top-level loops: no public layout to recognise
+    with pytest.raises(exc.InvalidConfig, match="takes 2, got 3"):
+        spec.normalize({"block_sizes": [32, 32, 32], "range_num_stages": [0, 3, 2]})

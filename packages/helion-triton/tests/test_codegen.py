@@ -79,6 +79,33 @@ def test_range_options_reach_tl_range():
         assert option in header
 
 
+@pytest.mark.skipif(
+    not {"num_stages", "loop_unroll_factor"} <= range_kwargs(),
+    reason="this Triton's tl.range takes no num_stages / loop_unroll_factor",
+)
+def test_a_public_helion_matmul_config_loads_and_runs():
+    """The autotuned matmul config public Helion prints (range_* lists with a leading entry for
+    the top-level loop) is taken as written; the K loop gets the second entries."""
+    a, b = matmul_args()
+    bound = bind(K.matmul, a, b)
+    config = helion.Config(
+        block_sizes=[16, 16, 16],
+        loop_orders=[[0, 1]],
+        l2_groupings=[4],
+        range_unroll_factors=[0, 1],
+        range_warp_specializes=[None, False],
+        range_num_stages=[0, 3],
+        range_multi_buffers=[None, False],
+        range_flattens=[None, None],
+        num_warps=8,
+        num_stages=6,
+        pid_type="flat",
+    )
+    source = run_and_check(bound, config, (a, b), a @ b, 1e-3)
+    (header,) = [line for line in source.splitlines() if "for offset_2 in tl.range(" in line]
+    assert "num_stages=3" in header and "loop_unroll_factor=1" in header
+
+
 def test_static_range():
     a, b = matmul_args()
     source = run_and_check(

@@ -77,6 +77,18 @@ STRUCTURAL_FIELDS: frozenset[str] = frozenset(
 #: List fields that accept one scalar meaning "the same for every entry".
 BROADCAST_FIELDS: frozenset[str] = frozenset({"indexing", "atomic_indexing", "num_threads"})
 
+#: The per-loop ``tl.range`` options. Public Helion gives them one more leading entry, for the
+#: top-level loop (persistent kernels range over tiles with it); here they are per inner loop.
+OUTER_SLOT_FIELDS: frozenset[str] = frozenset(
+    {
+        "range_unroll_factors",
+        "range_num_stages",
+        "range_multi_buffers",
+        "range_flattens",
+        "range_warp_specializes",
+    }
+)
+
 #: Config list fields whose entries are scalars, so nested lists are flattened.
 _FLAT_LIST_FIELDS: frozenset[str] = LIST_FIELDS - {"loop_orders"}
 #: Config fields that can only be scalars.
@@ -140,6 +152,10 @@ class ConfigSpec:
         self._removed: set[str] = set()
         self._user_tunables: list[str] = []
         self._restrict_reasons: dict[str, str] = {}
+        #: Leading entries of public Helion's ``range_*`` lists that belong to the top-level loop
+        #: (1 for a kernel with one top-level loop): a list that long has them dropped, so a
+        #: config written for public Helion loads.
+        self.outer_range_slots = 0
         #: Heuristic defaults set by passes/backends: ``{"block_sizes": [64, 32], "num_warps": 8}``.
         #: List overrides replace the first ``len(override)`` defaults; invalid values are clamped.
         self.default_overrides: dict[str, object] = {}
@@ -286,6 +302,7 @@ class ConfigSpec:
         other._user_tunables = list(self._user_tunables)
         other._restrict_reasons = dict(self._restrict_reasons)
         other.default_overrides = dict(self.default_overrides)
+        other.outer_range_slots = self.outer_range_slots
         return other
 
     @staticmethod
@@ -601,6 +618,9 @@ class ConfigSpec:
             items = [list(value)]  # loop_orders=[1, 0] is one permutation
         else:
             items = list(value)
+        outer = self.outer_range_slots
+        if name in OUTER_SLOT_FIELDS and outer and len(items) == count + outer:
+            items = items[outer:]  # public Helion's layout: the top-level loop's entry first
         if len(items) > count:
             raise exc.InvalidConfig(self._too_many_message(name, count, len(items)))
         if len(items) < count and name == "block_sizes":

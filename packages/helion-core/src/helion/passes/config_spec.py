@@ -93,6 +93,7 @@ def derive_config_spec(
     for info in ir.reduction_blocks():
         spec.append("reduction_loops", ReductionLoopFragment(info.size_hint))
 
+    spec.outer_range_slots = 1 if len(ir.top_level_loops()) == 1 else 0
     for _loop in ir.inner_loops():
         spec.append("range_unroll_factors", IntegerFragment(0, 4, 0))
         spec.append("range_num_stages", IntegerFragment(0, 4, 0))
