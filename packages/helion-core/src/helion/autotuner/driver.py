@@ -254,6 +254,11 @@ def _tune(
         harness = make_evaluator(profile, progress)
     measured: list[Any] = []
     with progress, harness:
+        # an option given to `autotune(args, max_generations=...)` wins over the setting
+        search_options = {
+            "max_generations": getattr(settings, "autotune_max_generations", None),
+            **options,
+        }
         for attempt in range(repeats):
             searcher = search_cls(
                 space,
@@ -261,10 +266,9 @@ def _tune(
                 profile=profile,
                 seed=None if seed is None else int(seed) + attempt,
                 seed_configs=seeds,
-                max_generations=getattr(settings, "autotune_max_generations", None),
                 config_overrides=overrides,
                 config_filter=config_filter,
-                **options,
+                **search_options,
             )
             try:
                 searcher.run()
