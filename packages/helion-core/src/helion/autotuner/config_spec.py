@@ -140,6 +140,12 @@ def _flatten(value: object) -> list[object]:
     return [value]
 
 
+def is_builtin_key(name: str) -> bool:
+    """Whether ``name`` is a config key of Helion's (or a singular alias of one), which
+    ``hl.register_tunable`` may not take."""
+    return name in _BUILTIN_KEYS
+
+
 def _as_list(value: object) -> list[object]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 

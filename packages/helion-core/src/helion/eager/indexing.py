@@ -48,6 +48,8 @@ def _check_item(item: Any) -> None:
             raise exc.InvalidIndexingType(f"a {item.dtype} tensor")
     elif not isinstance(item, (RefTile, slice, int, type(None))) or isinstance(item, bool):
         raise exc.InvalidIndexingType(type(item).__name__)
+    elif isinstance(item, slice) and item.step not in (None, 1):
+        raise exc.InvalidIndexingType("slices with a step")  # as compiled kernels refuse
 
 
 def is_basic(items: Sequence[Any]) -> bool:

@@ -20,6 +20,7 @@ import dis
 import itertools
 import re
 import sys
+import weakref
 from typing import Any
 from typing import Callable
 from typing import Iterator
@@ -416,9 +417,12 @@ class EagerTorchMode(TorchFunctionMode):
         if func in _CREATION_FUNCS and "device" not in kwargs:
             kwargs = dict(kwargs, device=self.mode.device)
         try:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
         except RuntimeError as error:
             raise _helion_error(error, func)  # noqa: B904
+        if func in _CREATION_FUNCS and self.mode.depth:
+            self.mode.made_on_device(result)
+        return result
 
 
 _SHAPE_ERRORS = (
@@ -487,6 +491,11 @@ class EagerMode(X16LoadEntryPoints):
         self.rng_call_seed: int | None = None  # torch.rand's seed for this call (eager.rng)
         # (shape, strides) -> whether the elements of a tensor of that layout overlap in memory
         self.overlaps: dict[tuple[tuple[int, ...], tuple[int, ...]], bool | None] = {}
+        self.tunables: dict[str, Any] = {}  # hl.register_tunable's names this run
+        # storage address -> a tensor made in device code there (atomics refuse such targets)
+        self.device_made: weakref.WeakValueDictionary[int, torch.Tensor] = (
+            weakref.WeakValueDictionary()
+        )
 
     # -- misuse ----------------------------------------------------------------------------------
 
@@ -670,6 +679,14 @@ class EagerMode(X16LoadEntryPoints):
             raise exc.NotAllowedOnDevice(
                 "hl.register_tunable (call it in host code, before the loop)"
             )
+        # the checks ConfigSpec.add_user_tunable makes for compiled kernels
+        from helion.autotuner.config_fragment import ConfigSpecFragment
+        from helion.autotuner.config_spec import is_builtin_key
+
+        if not isinstance(name, str) or not isinstance(fragment, ConfigSpecFragment):
+            raise exc.RegisterTunableArgTypes(type(name).__name__, type(fragment).__name__)
+        if is_builtin_key(name) or self.tunables.setdefault(name, fragment) != fragment:
+            raise exc.TunableNameConflict(name)
         if self.config is not None and name in self.config:
             return self.config[name]
         return fragment.default()
@@ -709,12 +726,28 @@ class EagerMode(X16LoadEntryPoints):
                         hint="Pass a number or a 0-D value; to broadcast a tensor to a shape use "
                         "value.expand(...) or value[:, None] + hl.zeros([...]).",
                     )
-                return torch.zeros(sizes, dtype=dtype, device=self.device).fill_(value.reshape(()))
+                filled = torch.zeros(sizes, dtype=dtype, device=self.device)
+                return self.made_on_device(filled.fill_(value.reshape(())))
             if not isinstance(value, (bool, int, float)):
                 raise exc.TypeInferenceError(
                     f"hl.full value must be a number, got {type(value).__name__}"
                 )
-            return torch.full(sizes, value, dtype=dtype, device=self.device)
+            return self.made_on_device(torch.full(sizes, value, dtype=dtype, device=self.device))
+
+    def made_on_device(self, tensor: Any) -> Any:
+        """Note ``tensor`` as made in device code (compiled kernels keep such tensors in
+        registers, so atomics refuse them), and return it."""
+        if isinstance(tensor, torch.Tensor) and tensor.numel():
+            self.device_made[tensor.untyped_storage().data_ptr()] = tensor
+        return tensor
+
+    def _is_device_made(self, tensor: torch.Tensor) -> bool:
+        if not tensor.numel():
+            return False
+        address = tensor.untyped_storage().data_ptr()
+        made = self.device_made.get(address)
+        # a live tensor at that address: the target is it or a view of its storage
+        return made is not None and made.untyped_storage().data_ptr() == address
 
     def hl_rand(self, shape: list, seed: Any, offsets: Any = None) -> torch.Tensor:
         return rng.hl_rand(self, shape, seed, offsets)
@@ -785,7 +818,7 @@ class EagerMode(X16LoadEntryPoints):
         self._device_only("atomic")
         if isinstance(target, EagerStackTensor):
             raise exc.NotAllowedOnDevice(f"hl.atomic_{kind} on a StackTensor")
-        if not isinstance(target, torch.Tensor):
+        if not isinstance(target, torch.Tensor) or self._is_device_made(target):
             raise exc.AtomicOnDeviceTensor(f"hl.atomic_{kind}")
         if sem not in ("relaxed", "acquire", "release", "acq_rel"):
             raise exc.InvalidConfig(

@@ -1,0 +1,110 @@
+"""Eager mode refuses the constructs compiled kernels refuse, with the same error class: a
+stepped slice, an atomic whose target was made in device code, `hl.register_tunable` with a
+name of Helion's own config keys (or one name for two fragments) and a wrong argument type.
+Each case runs on the ref backend and in eager mode; both must raise."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+import torch
+
+import helion
+import helion.language as hl
+from helion import exc
+from helion.autotuner import EnumFragment
+from helion.autotuner import PowerOfTwoFragment
+
+MODES = ["ref", "eager"]
+
+
+def _kernel(fn: Callable, mode: str) -> helion.Kernel:
+    if mode == "eager":
+        return helion.kernel(fn, ref_mode=helion.RefMode.EAGER)
+    return helion.kernel(fn, backend="ref", autotune_effort="none")
+
+
+def stepped_slice(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0), (x.size(1) + 1) // 2])
+    for t in hl.tile(x.size(0)):
+        out[t, :] = x[t, ::2]
+    return out
+
+
+def atomic_into_device_tensor(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        acc = hl.zeros([t, x.size(1)])
+        hl.atomic_add(acc, [t, slice(None)], x[t, :])
+        out[t, :] = acc
+    return out
+
+
+def atomic_into_torch_zeros(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        acc = torch.zeros([x.size(1)], dtype=x.dtype)
+        hl.atomic_add(acc, [slice(None)], x[t.begin, :])
+        out[t, :] = x[t, :] + acc[None, :]
+    return out
+
+
+def tunable_named_num_warps(x: torch.Tensor) -> torch.Tensor:
+    hl.register_tunable("num_warps", PowerOfTwoFragment(1, 8))
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t]
+    return out
+
+
+def tunable_registered_twice(x: torch.Tensor) -> torch.Tensor:
+    hl.register_tunable("mode", EnumFragment(("a", "b")))
+    hl.register_tunable("mode", EnumFragment(("c", "d")))
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t]
+    return out
+
+
+def tunable_without_fragment(x: torch.Tensor) -> torch.Tensor:
+    hl.register_tunable("width", 4)
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t]
+    return out
+
+
+CASES = [
+    (stepped_slice, (13, 37), exc.InvalidIndexingType, "slices with a step"),
+    (atomic_into_device_tensor, (13, 37), exc.AtomicOnDeviceTensor, "hl.atomic_add"),
+    (atomic_into_torch_zeros, (13, 37), exc.AtomicOnDeviceTensor, "hl.atomic_add"),
+    (tunable_named_num_warps, (29,), exc.TunableNameConflict, "num_warps"),
+    (tunable_registered_twice, (29,), exc.TunableNameConflict, "mode"),
+    (tunable_without_fragment, (29,), exc.RegisterTunableArgTypes, "int"),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("fn", "shape", "error", "text"), CASES, ids=[case[0].__name__ for case in CASES]
+)
+def test_eager_mode_refuses_what_compiled_kernels_refuse(
+    fn: Callable, shape: tuple, error: type, text: str, mode: str
+) -> None:
+    with pytest.raises(error, match=text):
+        _kernel(fn, mode)(torch.randn(shape))
+
+
+def atomic_into_argument(x: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    for t in hl.tile(x.size(0)):
+        hl.atomic_add(total, [slice(None)], x[t, :].sum(0))
+    return total
+
+
+def test_eager_atomics_into_host_tensors_still_run() -> None:
+    """The device-made check leaves arguments (and views of them) alone."""
+    x = torch.randn(13, 37)
+    total = torch.zeros(37)
+    got = _kernel(atomic_into_argument, "eager")(x, total)
+    torch.testing.assert_close(got, x.sum(0), rtol=1e-5, atol=1e-5)
