@@ -215,3 +215,35 @@ def test_effort_none_prints_the_implicit_config_as_public_helion_does(capsys) ->
     assert expected in err, err
     dynamic = helion.Settings(static_shapes=False)
     assert bound.format_kernel_decorator(bound._config, dynamic).endswith("static_shapes=False)")
+
+
+def test_helion_exports_public_helions_top_level_names() -> None:
+    """`helion.__all__` is public Helion's list, and `from helion import *` binds each name."""
+    assert sorted(helion.__all__) == sorted(
+        [
+            "Config",
+            "Kernel",
+            "OutputCodeOptions",
+            "RefMode",
+            "Settings",
+            "aot_kernel",
+            "cdiv",
+            "exc",
+            "from_cache",
+            "jit",
+            "kernel",
+            "language",
+            "next_power_of_2",
+            "runtime",
+        ]
+    )
+    namespace: dict = {}
+    exec("from helion import *", namespace)
+    assert set(helion.__all__) <= set(namespace)
+    assert namespace["Kernel"] is helion.Kernel and namespace["runtime"] is helion.runtime
+
+
+def test_aot_kernel_says_the_workflow_is_not_supported() -> None:
+    with pytest.raises(exc.InvalidAPIUsage, match="aot_kernel is not supported") as raised:
+        helion.aot_kernel(lambda x: x)
+    assert "from_cache" in str(raised.value)

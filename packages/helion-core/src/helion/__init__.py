@@ -16,6 +16,23 @@ from helion.runtime.settings import Settings as Settings
 
 __version__ = "0.1.0"
 
+__all__ = [
+    "Config",
+    "Kernel",
+    "OutputCodeOptions",
+    "RefMode",
+    "Settings",
+    "aot_kernel",
+    "cdiv",
+    "exc",
+    "from_cache",
+    "jit",
+    "kernel",
+    "language",
+    "next_power_of_2",
+    "runtime",
+]
+
 
 def cdiv(a: int, b: int) -> int:
     """Ceiling division: `(a + b - 1) // b`."""
@@ -89,6 +106,18 @@ def from_cache(
     from helion.autotuner.from_cache import from_cache as make
 
     return make(max_configs=max_configs, configs=configs)
+
+
+def aot_kernel(fn: Callable | None = None, **options: Any) -> Any:
+    """Public Helion's ahead-of-time tuned kernel (``HELION_AOT_MODE`` collect / measure /
+    evaluate): that workflow is not implemented here, so this raises ``InvalidAPIUsage``."""
+    raise exc.InvalidAPIUsage(
+        "helion.aot_kernel is not supported: there is no ahead-of-time tuning workflow "
+        "(HELION_AOT_MODE, heuristics generated from collected data)",
+        hint="Use @helion.kernel: tuned configs are cached on disk per shape and device "
+        "(HELION_CACHE_DIR), helion.from_cache() reuses them for new shapes, and configs=[...] "
+        "limits the search to given configs.",
+    )
 
 
 def __getattr__(name: str) -> Any:
