@@ -47,7 +47,7 @@ kernel scaled_add:
       region 0(%1: tile<0>, %2: tile<1>):
         %3: float32[_BLOCK_SIZE_0, _BLOCK_SIZE_1] = load(%1, %2) {items=((tile, 0, 0), (tile, 1, 1)), tensor=x}
         %4: float32[_BLOCK_SIZE_0, _BLOCK_SIZE_1] = load(%1, %2) {items=((tile, 0, 0), (tile, 1, 1)), tensor=y}
-        %5: float32[_BLOCK_SIZE_0, _BLOCK_SIZE_1] = mul(%0, %4)
+        %5: float32[_BLOCK_SIZE_0, _BLOCK_SIZE_1] = mul(%4, %0)
         %6: float32[_BLOCK_SIZE_0, _BLOCK_SIZE_1] = add(%3, %5)
         store(%1, %2, %6) {items=((tile, 0, 0), (tile, 1, 1)), tensor=out, value=2}"""
 
