@@ -28,6 +28,7 @@ import types
 import warnings
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Callable
 from typing import Iterator
 from typing import Sequence
 
@@ -210,6 +211,31 @@ def source_location(loc: SourceLocation | None) -> Iterator[None]:
         _current_location.reset(token)
 
 
+_message_rewriter: contextvars.ContextVar[Callable[[str], str] | None] = contextvars.ContextVar(
+    "helion_message_rewriter", default=None
+)
+
+
+@contextlib.contextmanager
+def message_rewriter(rewrite: Callable[[str], str] | None) -> Iterator[None]:
+    """Errors created inside this block pass their text (and their string arguments) through
+    ``rewrite``. The tracer uses it to show the dimensions of shapes as the user knows them
+    (a slice's extent, a tile's ``t.block_size``) instead of the IR's symbols."""
+    token = _message_rewriter.set(rewrite)
+    try:
+        yield
+    finally:
+        _message_rewriter.reset(token)
+
+
+def _rewritten(value: object) -> object:
+    """``value`` through the active :func:`message_rewriter` (strings only)."""
+    rewrite = _message_rewriter.get()
+    if rewrite is None or not isinstance(value, str):
+        return value
+    return rewrite(value)
+
+
 # ---------------------------------------------------------------------------------------------
 # Base classes
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +294,9 @@ class BaseError(Base):
         hint: str | None = None,
         **kwargs: object,
     ) -> None:
+        if _message_rewriter.get() is not None:
+            args = tuple(_rewritten(a) for a in args)
+            kwargs = {k: _rewritten(v) for k, v in kwargs.items()}
         self.template_args = args
         self.template_kwargs = kwargs
         self.loc = loc if loc is not None else current_location()
@@ -275,6 +304,7 @@ class BaseError(Base):
         if hint is not None:
             self.hint = hint
         self.msg = _format_template(type(self).message, args, kwargs, type(self).defaults)
+        self.msg = str(_rewritten(self.msg))  # the text of arguments that are not strings
         super().__init__(self._compose())
 
     def _compose(self) -> str:
@@ -518,8 +548,15 @@ class UnsupportedPythonType(BaseError):
     message = "{0} is not supported in Helion kernels."
 
 
-class UndefinedVariable(BaseError):
+class UndefinedVariable(BaseError, NameError):
+    """A name device code reads that is not defined (also a NameError, as Python raises it)."""
+
     message = "{0!s} is not defined."
+    hint = (
+        "Device code reads the kernel's arguments, the host variables assigned before the "
+        "device loop, names assigned earlier in the loop and module globals: define it in one "
+        "of these places (or check the spelling)."
+    )
 
 
 class DeviceTypeError(BaseError, TypeError):
@@ -624,9 +661,21 @@ class FailedToUnpackTile(BaseError):
     hint = "Use `for tile in hl.tile(n):` for one dimension, or pass a list of sizes."
 
 
-class OverpackedTile(BaseError):
-    message = "Got a tile wrapped inside a container when indexing a tensor: {0!s}"
-    hint = "Index with the tile itself, e.g. x[tile] instead of x[[tile]]."
+class SequenceExpected(BaseError, TypeError):
+    """An hl.* op given one value where it takes a list: the shape of `hl.zeros`, `hl.full`,
+    `hl.rand`, the index of `hl.load`, `hl.store` and the atomics (also a TypeError)."""
+
+    message = "{0}: the {1} must be a list or tuple (got {2}); write {3}."
+    defaults = ("hl.*", "argument", "another value", "a list")
+    hint = None
+
+
+class TileGivenForSequence(SequenceExpected, FailedToUnpackTile):
+    """A tile where an hl.* op takes a list (`hl.zeros(tile)`, `hl.load(x, tile)`); also a
+    FailedToUnpackTile, which public Helion raises for it."""
+
+    message = SequenceExpected.message
+    hint = None
 
 
 class IncorrectTileUsage(BaseError):
@@ -676,6 +725,13 @@ class InvalidIndexingType(BaseError):
     message = "Expected tile/int/None/tensor/etc in tensor[...], got {0!s}."
 
 
+class OverpackedTile(InvalidIndexingType):
+    """A tile inside a list or tuple used as one index (`x[[tile]]`, `x[[tile], :]`)."""
+
+    message = "Got a tile wrapped inside a container when indexing a tensor: {0!s}"
+    hint = "Index with the tile itself, e.g. x[tile] instead of x[[tile]]."
+
+
 class ShapeMismatch(BaseError):
     """``ShapeMismatch(description)`` or ``ShapeMismatch(shape_a, shape_b)``."""
 
@@ -683,6 +739,9 @@ class ShapeMismatch(BaseError):
     defaults = ("", "")
 
     def __init__(self, first: object = "", second: object = None, **kwargs: Any) -> None:
+        if _message_rewriter.get() is not None:  # kept rewritten for pickling too
+            first = _rewritten(str(first))
+            second = None if second is None else _rewritten(str(second))
         self.first, self.second = first, second
         if second is None:
             super().__init__(str(first).rstrip("."), "", **kwargs)
@@ -753,11 +812,6 @@ class DataDependentOutputShapeNotSupported(BaseError):
     )
 
 
-class UnsupportedSplitOperation(BaseError):
-    message = "{0} is not supported inside device loops."
-    hint = "Use hl.split() instead."
-
-
 class ReductionOnNonTile(BaseError):
     message = "Reduction must be over a tile or a reduction dimension, got {0!s}."
 
@@ -797,6 +851,36 @@ class DuplicateStoreIndicesError(BaseError):
 class NotAllowedOnDevice(BaseError):
     message = "{0} is not allowed inside the `hl.tile` or `hl.grid` loop."
     defaults = ("This statement",)
+
+
+class UnsupportedSplitOperation(NotAllowedOnDevice):
+    """`torch.chunk`, `torch.split`, `torch.unbind`, `torch.tensor_split` (and the methods) on
+    device: the pieces would be a Python list of tensors of shapes only known per tile."""
+
+    message = (
+        "{0} is not supported inside device loops: device code cannot split a tensor into a "
+        "list of tensors."
+    )
+    hint = (
+        "Use hl.split() instead. It splits a last dimension of size 2 in two; for other "
+        "sizes load each part with a slice of its own (x[tile, 0:8], x[tile, 8:16])."
+    )
+
+
+class GridStepNotSupported(NotAllowedOnDevice):
+    """`hl.grid(begin, end, step)` (or `range(begin, end, step)` in device code) with a step
+    other than 1."""
+
+    message = (
+        "hl.grid with a step other than 1 (step={0!s}) is not supported (in device code, "
+        "range() is hl.grid)."
+    )
+    defaults = ("?",)
+    hint = (
+        "Loop with step 1 and scale the index: compute `count = helion.cdiv(end - begin, "
+        "step)` in host code, then `for i in hl.grid(count):` and `j = begin + i * step`; or "
+        "use `for tile in hl.tile(begin, end, block_size=step):` and tile.begin."
+    )
 
 
 class NotAllowedInHelperFunction(BaseError):
@@ -1371,7 +1455,10 @@ class ComprehensionOnDevice(BaseError):
     )
 
 
-class KernelCalledOnDevice(BaseError):
+class KernelCalledOnDevice(NestedKernelCallsNotSupported):
+    """A kernel called from device code (public Helion's `NestedKernelCallsNotSupported`,
+    which catches it too), naming both kernels."""
+
     message = (
         "Kernel {0!r} is called from the device code of kernel {1!r}: a Helion kernel cannot "
         "be launched inside an `hl.tile` or `hl.grid` loop."

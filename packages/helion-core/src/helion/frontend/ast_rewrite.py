@@ -349,6 +349,7 @@ def split_kernel(fn: Callable) -> SplitKernel:
         raise exc.ClosuresNotSupported(fn.__name__, loc=src.location(func))
 
     body = func.body
+    _check_loop_calls_in_for(src, namespace)
     loop_positions = [i for i, stmt in enumerate(body) if is_device_loop(stmt, namespace)]
     for stmt in body:
         if not is_device_loop(stmt, namespace):
@@ -403,6 +404,45 @@ def split_kernel(fn: Callable) -> SplitKernel:
     return SplitKernel(
         src, host_before, device_stmts, host_after, device_inputs, params, host_assigned
     )
+
+
+def _check_loop_calls_in_for(src: KernelSource, namespace: dict[str, Any]) -> None:
+    """`hl.tile(...)`, `hl.grid(...)` and `hl.jagged_tile(...)` make device loops only as the
+    iterable of a `for` statement: a call anywhere else in the kernel's host code (`tiles =
+    hl.tile(n)` before a `for t in tiles:`) is refused at the call. (In device code such a call
+    is refused by the tracer when it is iterated other than by a `for`.)"""
+    import helion.language as hl
+
+    names = {hl.tile: "hl.tile", hl.grid: "hl.grid", hl.jagged_tile: "hl.jagged_tile"}
+    loop_iters: set[int] = set()
+    pending: list[ast.AST] = list(src.func_def.body)
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, ast.For):
+            if is_device_loop(node, namespace):
+                continue  # device code: the tracer's business
+            loop_iters.add(id(node.iter))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # a helper's own scope
+        elif (
+            isinstance(node, ast.Call) and id(node) not in loop_iters and _is_dotted_name(node.func)
+        ):
+            api = names.get(_resolve(node.func, namespace))  # type: ignore[call-overload]
+            if api is not None:
+                raise exc.LoopFunctionNotInFor(
+                    api,
+                    loc=src.location(node),
+                    hint=f"{api}(...) makes a device loop only as the iterable of a `for` "
+                    "statement of the kernel's body: write the call in the `for` itself.",
+                )
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _is_dotted_name(expr: ast.expr) -> bool:
+    """Whether ``expr`` is `name` or `name.attr...`: safe to evaluate (no call runs)."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return isinstance(expr, ast.Name)
 
 
 def _is_liftable_global(value: Any) -> bool:
@@ -511,11 +551,14 @@ class DeviceRewriter:
         self.counter = 0
 
     def _loc_tuple(self, node: ast.AST) -> ast.Tuple:
+        # a statement spanning lines (a `for` or an `if` with its body) is underlined to the
+        # end of its first line: its end column belongs to its last line
+        end_col = node.end_col_offset if node.end_lineno == node.lineno else None
         return ast.Tuple(
             [
                 ast.Constant(node.lineno),
                 ast.Constant(node.col_offset),
-                ast.Constant(node.end_col_offset),
+                ast.Constant(end_col),
             ],
             ast.Load(),
         )

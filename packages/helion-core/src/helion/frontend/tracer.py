@@ -7,8 +7,10 @@ block-size table.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
+import re
 import sys
 from typing import Any
 from typing import Callable
@@ -142,6 +144,10 @@ class Tracer(X16LoadEntryPoints):
         # block id -> the extent of each loop over it (None: only known on the device); ops that
         # need a whole dimension (sort, topk, gather) read it to pin the block size
         self.loop_extents: dict[int, list[int | None]] = {}
+        # block id -> how error messages name a tile's block size (`tm.block_size`, from the
+        # loop variable of the first `for` over it); see `readable_dims`
+        # (None: loops with different variables share it, a registered block size)
+        self.block_names: dict[int, str | None] = {}
 
     # ------------------------------------------------------------------------------------------
     # entry
@@ -167,7 +173,11 @@ class Tracer(X16LoadEntryPoints):
                 proxies[position] = self._enter_leaf(position, (), inp.name, inp.value, runtime)
         numel = max((t.numel() for t in iter_tensors(values)), default=0)
         self.ir.index_dtype = index_dtype_for(self.requested_index_dtype, numel)
-        with active_mode(self), ops.dim_extents(self.rdim_extents):
+        with (
+            active_mode(self),
+            ops.dim_extents(self.rdim_extents),
+            exc.message_rewriter(self.readable_dims),
+        ):
             try:
                 device_fn(self, *proxies)
             except exc.BaseError as error:
@@ -182,6 +192,20 @@ class Tracer(X16LoadEntryPoints):
                 raise exc.DeviceRecursionError(
                     loc=self._traceback_loc(error.__traceback__)
                 ) from None
+            except NameError as error:
+                # a name the kernel's own line reads that nothing defines (not one of a
+                # library: those stay as they are)
+                if type(error) is not NameError or not self._raised_by_kernel_line(
+                    error.__traceback__
+                ):
+                    raise
+                name = getattr(error, "name", None)
+                undefined = exc.UndefinedVariable(
+                    f"name {name!r}" if name else str(error).removesuffix(" is not defined"),
+                    loc=self._traceback_loc(error.__traceback__),
+                )
+                undefined.name = name
+                raise undefined from None
             except (TypeError, AttributeError) as error:
                 # raised by the kernel's own line (a call with arguments the function does not
                 # take, `None[tile]`, an operator on a value of the wrong kind): a helion error
@@ -327,6 +351,68 @@ class Tracer(X16LoadEntryPoints):
         first, end = self.source_lines
         code = last.tb_frame.f_code
         return code.co_filename == self.ir.filename and first <= last.tb_lineno <= end
+
+    _DIM_SYMBOL = re.compile(r"\b_(?:RDIM|BLOCK)_SIZE_(\d+)\b")
+
+    def readable_dims(self, text: str) -> str:
+        """``text`` (an error message) with the IR's dimension symbols as the user knows them:
+        a `:` slice's dimension (`_RDIM_SIZE_1`) by its extent, a tile's (`_BLOCK_SIZE_0`) by
+        its loop variable (`tm.block_size`), else by its entry of Config.block_sizes."""
+        if "_SIZE_" not in text:
+            return text
+
+        def name(match: re.Match) -> str:
+            block_id = int(match.group(1))
+            if not 0 <= block_id < len(self.ir.block_sizes):
+                return match.group(0)
+            info = self.ir.block_sizes[block_id]
+            if info.symbol.name != match.group(0):
+                return match.group(0)
+            if info.kind == "reduction":
+                return str(self.rdim_extents.get(info.symbol, info.size_hint))
+            variable = self.block_names.get(block_id)
+            if variable is not None:
+                return variable
+            if info.fixed_value is not None:
+                return str(info.fixed_value)
+            if info.config_index is not None:
+                return f"block_sizes[{info.config_index}]"
+            return match.group(0)
+
+        return self._DIM_SYMBOL.sub(name, text)
+
+    def _name_blocks(self, block_ids: list[int], multi: bool, loc: exc.SourceLocation) -> None:
+        """Record how messages name the block sizes of a loop (`readable_dims`): from its
+        `for` line's target, `t.block_size` (or `tm.block_size`, `tn.block_size` for
+        `for tm, tn in hl.tile([m, n])`; `tiles[0].block_size` for `for tiles in ...`)."""
+        text = (loc.line() or "").strip()
+        if not text.startswith("for "):
+            return
+        try:
+            statement = ast.parse(text + "\n    pass").body[0]
+        except SyntaxError:
+            return  # a `for` spanning lines
+        if not isinstance(statement, ast.For):
+            return
+        target = statement.target
+        names: list[str]
+        if isinstance(target, ast.Name):
+            if multi:
+                names = [f"{target.id}[{i}]" for i in range(len(block_ids))]
+            else:
+                names = [target.id]
+        elif isinstance(target, (ast.Tuple, ast.List)) and all(
+            isinstance(e, ast.Name) for e in target.elts
+        ):
+            names = [e.id for e in target.elts]  # type: ignore[attr-defined]
+        else:
+            return
+        if len(names) != len(block_ids):
+            return
+        for block_id, variable in zip(block_ids, names, strict=True):
+            name = f"{variable}.block_size"
+            if self.block_names.setdefault(block_id, name) != name:
+                self.block_names[block_id] = None  # say block_sizes[i] instead
 
     def unsupported(self, api_name: str) -> Any:
         raise exc.NotAllowedOnDevice(f"hl.{api_name}", loc=self.current_loc())
@@ -507,7 +593,7 @@ class Tracer(X16LoadEntryPoints):
         self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None
     ) -> TileLoopRequest:
         if step not in (None, 1):
-            raise exc.NotAllowedOnDevice("hl.grid with a step other than 1", loc=self.current_loc())
+            raise exc.GridStepNotSupported(step, loc=self.current_loc())
         return self._loop_request(begin_or_end, end_or_none, None, is_grid=True)
 
     def hl_jagged_tile(self, parent: Any) -> TileLoopRequest:
@@ -631,7 +717,7 @@ class Tracer(X16LoadEntryPoints):
 
     def loop(self, iterable: Any, body_fn: Callable, carried: tuple, loc: tuple) -> tuple:
         if not isinstance(iterable, TileLoopRequest):
-            return self._unrolled_loop(iterable, body_fn, carried)
+            return self._unrolled_loop(iterable, body_fn, carried, loc)
         request = iterable
         top_level = self.loop_depth == 0 and len(self.blocks) == 1
         # errors about the loop's bounds and block sizes point at its `for` line
@@ -658,6 +744,8 @@ class Tracer(X16LoadEntryPoints):
             block_ids.append(info.block_id)
             static = isinstance(begin, int) and isinstance(end, int)
             self.loop_extents.setdefault(info.block_id, []).append(end - begin if static else None)
+        if not request.is_grid:
+            self._name_blocks(block_ids, request.multi, for_loc)
         loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=for_loc)
         self.ir.loops.append(loop_info)
         tiles = [Value(TileType(b, request.is_grid), "tile") for b in block_ids]
@@ -747,13 +835,20 @@ class Tracer(X16LoadEntryPoints):
                 return value
         raise exc.LoopCarriedTypeChange(f"{name!r}", str(init.type), str(value.type), loc=loc)
 
-    def _unrolled_loop(self, iterable: Any, body_fn: Callable, carried: tuple) -> tuple:
+    def _unrolled_loop(self, iterable: Any, body_fn: Callable, carried: tuple, loc: tuple) -> tuple:
+        # a refused iterable is reported at its `for` line (the rewritten loop's call has no
+        # span of its own)
         if isinstance(iterable, (DeviceValue, HostTensor)):
-            raise exc.InvalidDeviceForLoop(loc=self.current_loc())
+            what = "a device tensor" if isinstance(iterable, DeviceValue) else "a tensor argument"
+            raise exc.InvalidDeviceForLoop(what, loc=self.location_fn(*loc))
         try:
             items = list(iterable)
-        except TypeError:
-            raise exc.InvalidDeviceForLoop(loc=self.current_loc()) from None
+        except TypeError as error:
+            if isinstance(error, exc.Base):
+                raise
+            raise exc.InvalidDeviceForLoop(
+                f"a {type(iterable).__name__}", loc=self.location_fn(*loc)
+            ) from None
         for item in items:
             carried = tuple(body_fn(item, *carried))
         return carried
@@ -887,8 +982,8 @@ class Tracer(X16LoadEntryPoints):
         self, tensor: HostTensor, index: Any
     ) -> tuple[list[tuple], list[Any], tuple[sympy.Expr, ...]]:
         """Classify subscript items; returns (item descriptors, dynamic inputs, result shape)."""
-        if not isinstance(index, (tuple, list)):
-            index = (index,)
+        if not isinstance(index, tuple):
+            index = (index,)  # a list key (`x[[tile]]`) is one index item, as in torch
         index = list(index)
         if any(i is Ellipsis for i in index):
             position = index.index(Ellipsis)
@@ -951,7 +1046,7 @@ class Tracer(X16LoadEntryPoints):
                         tensor_position = len(shape)
                         shape.append(None)  # placeholder for the broadcast index shape
             else:
-                raise exc.InvalidIndexingType(type(item).__name__, loc=self.current_loc())
+                raise _index_type_error(item, self.current_loc())
             dim += 1
         if tensor_position is not None:
             try:
@@ -1163,6 +1258,8 @@ class Tracer(X16LoadEntryPoints):
                 "instead (x[tile, 0]), or use torch.where / a reduction on the device tensor",
                 loc=loc,
             )
+        if _holds_tile(item):
+            return _index_type_error(item, loc)
         what = "a tensor" if isinstance(item, DeviceValue) else type(item).__name__
         return exc.InvalidIndexingType(
             f"{what} on a device tensor (a device tensor takes None, ':' and ints on dimensions "
@@ -1496,3 +1593,19 @@ def resolve_lifted(values: Sequence[Any], source: tuple) -> Any:
 
 def ceil_pow2(n: int) -> int:
     return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
+
+
+def _holds_tile(item: Any) -> bool:
+    return isinstance(item, (list, tuple)) and any(isinstance(i, TileProxy) for i in item)
+
+
+def _index_type_error(item: Any, loc: exc.SourceLocation | None) -> exc.BaseError:
+    """The error for an index item of a type a tensor index cannot hold: a list or tuple
+    holding a tile (`x[[tile]]`, `x[[tile], :]`) is `OverpackedTile`."""
+    if _holds_tile(item):
+        parts = ", ".join("tile" if isinstance(i, TileProxy) else type(i).__name__ for i in item)
+        text = (
+            f"[{parts}]" if isinstance(item, list) else f"({parts}{',' if len(item) == 1 else ''})"
+        )
+        return exc.OverpackedTile(f"a {type(item).__name__} {text}", loc=loc)
+    return exc.InvalidIndexingType(type(item).__name__, loc=loc)

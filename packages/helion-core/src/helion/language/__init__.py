@@ -18,6 +18,7 @@ from typing import Sequence
 import torch
 
 from helion.language._context import dispatch
+from helion.language._context import dispatch_as
 from helion.language.stack_tensor import StackTensor as StackTensor
 from helion.language.stack_tensor import register_buffers as register_buffers
 from helion.language.stack_tensor import stack_pointers as stack_pointers
@@ -215,13 +216,49 @@ def full(
     """A device tensor of `shape` (ints, tiles, block sizes) filled with `value` (a number or a
     0-D device value)."""
     _check_dtype("hl.full", dtype)
-    return dispatch("full", list(shape), value, dtype)
+    return dispatch(
+        "full", _as_list(shape, "hl.full", "shape", "hl.full([{}], value)"), value, dtype
+    )
 
 
 def zeros(shape: Sequence[Any], dtype: torch.dtype = torch.float32, device: Any = None) -> Any:
     """`hl.full(shape, 0, dtype)`; the default dtype is float32."""
     _check_dtype("hl.zeros", dtype)
-    return dispatch("full", list(shape), 0, dtype)
+    return dispatch_as(
+        "zeros", "full", _as_list(shape, "hl.zeros", "shape", "hl.zeros([{}])"), 0, dtype
+    )
+
+
+def _as_list(value: Any, api: str, what: str, example: str) -> list:
+    """``value``, the shape or index an hl.* op takes as a list, as a list. One tile or one
+    number there (`hl.zeros(tile)`, `hl.load(x, tile)`) is refused naming the op and showing
+    the call with a list (``example`` with its ``{}`` filled in)."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    from helion import exc
+
+    if _is_tile(value):
+        raise exc.TileGivenForSequence(api, what, "a tile", example.format("tile"))
+    try:
+        return list(value)
+    except TypeError as error:
+        if isinstance(error, exc.Base):
+            raise
+        if isinstance(value, int) and not isinstance(value, bool):
+            got, item = f"the int {int(value)}", str(int(value))
+        else:
+            got, item = f"a {type(value).__name__}", "..."
+        raise exc.SequenceExpected(api, what, got, example.format(item)) from None
+
+
+def _is_tile(value: Any) -> bool:
+    """Whether ``value`` is the loop variable of an hl.tile loop (traced or eager)."""
+    from helion.frontend.proxies import TileProxy
+
+    if isinstance(value, TileProxy):
+        return True
+    eager_tiles = sys.modules.get("helion.eager.tiles")  # loaded whenever eager mode runs
+    return eager_tiles is not None and isinstance(value, eager_tiles.RefTile)
 
 
 def _check_dtype(api: str, dtype: Any) -> None:
@@ -260,12 +297,14 @@ def rand(shape: Sequence[Any], seed: Any, device: Any = None, offsets: Any = Non
     Returns:
         A float32 tensor of `shape` (or of `offsets.shape`).
     """
-    return dispatch("rand", list(shape), seed, offsets=offsets)
+    shape = _as_list(shape, "hl.rand", "shape", "hl.rand([{}], seed)")
+    return dispatch("rand", shape, seed, offsets=offsets)
 
 
 def randint(shape: Sequence[Any], low: int, high: int, seed: Any, device: Any = None) -> Any:
     """Uniform int32 random integers in [low, high), with the offsets and seeds of `hl.rand`."""
-    return dispatch("randint", list(shape), low, high, seed)
+    shape = _as_list(shape, "hl.randint", "shape", "hl.randint([{}], low, high, seed)")
+    return dispatch("randint", shape, low, high, seed)
 
 
 def rand4x(seed: Any, offsets: Any, device: Any = None) -> tuple:
@@ -281,19 +320,21 @@ def load(
     tensor: Any, index: Sequence[Any], extra_mask: Any = None, eviction_policy: str | None = None
 ) -> Any:
     """`tensor[index]` with an optional extra mask (masked lanes read 0)."""
-    return dispatch(
-        "load", tensor, list(index), extra_mask=extra_mask, eviction_policy=eviction_policy
-    )
+    index = _as_list(index, "hl.load", "index", "hl.load(tensor, [{}])")
+    return dispatch("load", tensor, index, extra_mask=extra_mask, eviction_policy=eviction_policy)
 
 
 def store(tensor: Any, index: Sequence[Any], value: Any, extra_mask: Any = None) -> None:
     """`tensor[index] = value` with an optional extra mask."""
-    return dispatch("store", tensor, list(index), value, extra_mask=extra_mask)
+    index = _as_list(index, "hl.store", "index", "hl.store(tensor, [{}], value)")
+    return dispatch("store", tensor, index, value, extra_mask=extra_mask)
 
 
 def subscript(tensor: Any, index: Sequence[Any]) -> Any:
     """Index a device tensor with `None` (new axis) and `:` only."""
-    return dispatch("subscript", tensor, list(index))
+    return dispatch(
+        "subscript", tensor, _as_list(index, "hl.subscript", "index", "hl.subscript(t, [{}])")
+    )
 
 
 def stacktensor_like(tensor_like: Any, dev_ptrs: Any) -> StackTensor:
@@ -306,7 +347,9 @@ def stacktensor_like(tensor_like: Any, dev_ptrs: Any) -> StackTensor:
 
 def _atomic(kind: str):
     def atomic_fn(target: Any, index: Sequence[Any], value: Any, sem: str = "relaxed") -> Any:
-        return dispatch("atomic", kind, target, list(index), value, sem=sem)
+        api = f"atomic_{kind}"
+        index = _as_list(index, f"hl.{api}", "index", f"hl.{api}(target, [{{}}], value)")
+        return dispatch_as(api, "atomic", kind, target, index, value, sem=sem)
 
     atomic_fn.__name__ = f"atomic_{kind}"
     atomic_fn.__doc__ = (
@@ -329,7 +372,12 @@ def atomic_cas(
     target: Any, index: Sequence[Any], expected: Any, value: Any, sem: str = "relaxed"
 ) -> Any:
     """Where `target[index] == expected`, write `value`; returns the previous values."""
-    return dispatch("atomic", "cas", target, list(index), value, sem=sem, expected=expected)
+    index = _as_list(
+        index, "hl.atomic_cas", "index", "hl.atomic_cas(target, [{}], expected, value)"
+    )
+    return dispatch_as(
+        "atomic_cas", "atomic", "cas", target, index, value, sem=sem, expected=expected
+    )
 
 
 # -- views --------------------------------------------------------------------------------------
@@ -413,12 +461,12 @@ def dot_scaled(
 
 def cumsum(input: Any, dim: int, reverse: bool = False) -> Any:
     """Inclusive prefix sum along `dim`."""
-    return dispatch("scan", "cumsum", input, dim, reverse=reverse)
+    return dispatch_as("cumsum", "scan", "cumsum", input, dim, reverse=reverse)
 
 
 def cumprod(input: Any, dim: int, reverse: bool = False) -> Any:
     """Inclusive prefix product along `dim`."""
-    return dispatch("scan", "cumprod", input, dim, reverse=reverse)
+    return dispatch_as("cumprod", "scan", "cumprod", input, dim, reverse=reverse)
 
 
 def reduce(  # the public Helion name

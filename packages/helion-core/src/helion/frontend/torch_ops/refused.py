@@ -24,13 +24,17 @@ def _not_on_device(what: str, hint: str) -> Handler:
 register(torch.nonzero, *tensor_methods("nonzero"))(
     _not_on_device("torch.nonzero", "its output shape depends on data")
 )
-register(
-    torch.chunk,
-    torch.split,
-    torch.unbind,
-    torch.tensor_split,
-    *tensor_methods("chunk", "split", "unbind"),
-)(_not_on_device("splitting a tile", "use hl.split"))
+
+
+def _refused_split(name: str) -> Handler:
+    def handler(tracer: Any, *args: Any, **kwargs: Any) -> Any:
+        raise exc.UnsupportedSplitOperation(name, loc=tracer.current_loc())
+
+    return handler
+
+
+for _name in ("chunk", "split", "unbind", "tensor_split"):
+    register(getattr(torch, _name), *tensor_methods(_name))(_refused_split(f"torch.{_name}"))
 register(*tensor_methods("item", "tolist"))(
     _not_on_device(".item()", "device values cannot be read on the host")
 )
