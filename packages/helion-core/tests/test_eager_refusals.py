@@ -1,5 +1,5 @@
 """Eager mode refuses the constructs compiled kernels refuse, with the same error class: a
-stepped slice, an atomic whose target was made in device code, `hl.register_tunable` with a
+grid step, an undefined name in device code, `hl.tile` called outside a `for`, a stepped slice, an atomic whose target was made in device code, `hl.register_tunable` with a
 name of Helion's own config keys (or one name for two fragments) and a wrong argument type.
 Each case runs on the ref backend and in eager mode; both must raise."""
 
@@ -75,7 +75,32 @@ def tunable_without_fragment(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def grid_with_step(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for i in hl.grid(0, x.size(0), 2):
+        out[i] = x[i]
+    return out
+
+
+def undefined_name(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t] * undefined_scale  # noqa: F821
+    return out
+
+
+def tile_call_outside_for(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    tiles = hl.tile(x.size(0))
+    for t in tiles:
+        out[t] = x[t]
+    return out
+
+
 CASES = [
+    (grid_with_step, (29,), exc.GridStepNotSupported, "step=2"),
+    (undefined_name, (29,), exc.UndefinedVariable, "undefined_scale"),
+    (tile_call_outside_for, (29,), exc.LoopFunctionNotInFor, "hl.tile"),
     (stepped_slice, (13, 37), exc.InvalidIndexingType, "slices with a step"),
     (atomic_into_device_tensor, (13, 37), exc.AtomicOnDeviceTensor, "hl.atomic_add"),
     (atomic_into_torch_zeros, (13, 37), exc.AtomicOnDeviceTensor, "hl.atomic_add"),

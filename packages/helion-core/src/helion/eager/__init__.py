@@ -61,7 +61,7 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
         if loc is None or not in_device_loop(original, loc.filename, loc.lineno):
             raise
         raise exc.DeviceRecursionError(loc=loc) from None
-    except (TypeError, AttributeError) as error:
+    except (TypeError, AttributeError, NameError) as error:
         # raised by a line of device code itself, as compiled kernels report it
         tb = error.__traceback__
         while tb is not None and tb.tb_next is not None:
@@ -70,6 +70,10 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
         if code is None or not in_device_loop(original, code.co_filename, tb.tb_lineno):
             raise
         loc = exc.SourceLocation.from_frame(tb)
+        if isinstance(error, NameError):
+            name = getattr(error, "name", None)
+            what = f"name {name!r}" if name else str(error).removesuffix(" is not defined")
+            raise exc.UndefinedVariable(what, loc=loc) from error
         if isinstance(error, TypeError):
             raise exc.DeviceTypeError(f"TypeError: {error}", loc=loc) from error
         head, found, _ = str(error).partition(" has no attribute ")

@@ -605,12 +605,9 @@ class EagerMode(X16LoadEntryPoints):
         self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None
     ) -> Iterator[Any]:
         multi, begins, ends = self._ranges(begin_or_end, end_or_none)
-        steps = (
-            [_int(s, "step") for s in step]
-            if _is_sequence(step)
-            else [1 if step is None else _int(step, "step")] * len(ends)
-        )
-        per_dim = [list(range(b, e, s)) for b, e, s in zip(begins, ends, steps, strict=True)]
+        if step not in (None, 1):  # as compiled kernels refuse it
+            raise exc.GridStepNotSupported(step)
+        per_dim = [list(range(b, e)) for b, e in zip(begins, ends, strict=True)]
         return self._loop(per_dim, multi)
 
     def hl_jagged_tile(self, parent: Any) -> Iterator[Any]:

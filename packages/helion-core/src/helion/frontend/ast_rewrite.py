@@ -221,8 +221,9 @@ _EAGER_CHECKED: dict[Any, tuple[tuple[int, int], ...]] = {}
 
 
 def check_eager_global_writes(fn: Callable) -> None:
-    """`check_global_writes` for a kernel run in eager mode (once per function; a kernel whose
-    source cannot be read runs unchecked)."""
+    """`check_global_writes` (and that hl.tile / hl.grid calls are `for` iterables) for a
+    kernel run in eager mode (once per function; a kernel whose source cannot be read runs
+    unchecked)."""
     code = getattr(fn, "__code__", None)
     if code is None or code in _EAGER_CHECKED:
         return
@@ -233,6 +234,7 @@ def check_eager_global_writes(fn: Callable) -> None:
         src = None
     if src is not None and isinstance(src.func_def, ast.FunctionDef):
         check_global_writes(src, fn.__globals__)
+        _check_loop_calls_in_for(src, fn.__globals__)
         spans = tuple(
             (loop.lineno, loop.end_lineno or loop.lineno)
             for loop in _device_loops(src.func_def, fn.__globals__)
