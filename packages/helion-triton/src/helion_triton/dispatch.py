@@ -232,7 +232,11 @@ def _persistent(cg: KernelCodegen, loops: list[TopLoop], pid_type: str, barrier:
             _emit_top_loop(cg, plan, pid)
         if barrier and index < len(loops) - 1:
             cg.emit(f"_helion_grid_barrier({cg.barrier_param}, {index + 1} * tl.num_programs(0))")
-    num_sms = cg.target.num_sms
+    # (SMs - persistent_reserved_sms) x num_sm_multiplier programs; a kernel with a grid
+    # barrier keeps one program per SM (all of them must be resident at once)
+    reserved = int(getattr(cg.settings, "persistent_reserved_sms", 0) or 0)
+    multiplier = 1 if barrier else cg.options.num_sm_multiplier
+    num_sms = cg.target.persistent_programs(reserved, multiplier)
     if barrier and cg.target.interpret:
         # the interpreter runs programs one after another: a barrier only holds with one program
         return "(1,)"

@@ -50,6 +50,11 @@ class TritonTarget:
     def supports_warp_specialize(self) -> bool:
         return self.is_cuda and self.capability is not None and self.capability >= (10, 0)
 
+    def persistent_programs(self, reserved_sms: int = 0, multiplier: int = 1) -> int:
+        """Programs a persistent kernel launches: ``(num_sms - reserved_sms) * multiplier``,
+        at least 1 (``Settings.persistent_reserved_sms``, ``Config.num_sm_multiplier``)."""
+        return max(1, (self.num_sms - max(int(reserved_sms), 0)) * max(int(multiplier), 1))
+
     def indexing_choices(self) -> tuple[str, ...]:
         choices = ["pointer"]
         if self.has_block_ptr:

@@ -62,6 +62,8 @@ class TritonOptions:
     num_warps: int
     num_stages: int
     maxnreg: int | None
+    # persistent kernels launch this many programs per SM (other pid types ignore it)
+    num_sm_multiplier: int = 1
 
     @classmethod
     def from_config(cls, config: Config, ir: KernelIR, target: TritonTarget) -> TritonOptions:
@@ -112,6 +114,7 @@ class TritonOptions:
             num_warps=int(config.get("num_warps", 4) or 4),
             num_stages=int(config.get("num_stages", 1) or 1),
             maxnreg=_effective_maxnreg(maxnreg, int(config.get("num_warps", 4) or 4), target),
+            num_sm_multiplier=int(config.get("num_sm_multiplier", 1) or 1),
         )
 
     def loop_order(self, index: int | None, ndim: int) -> list[int]:
@@ -178,6 +181,10 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
             spec.restrict(
                 "pid_type", allowed, reason="the launch grid is too tall for pid_type='xyz'"
             )
+    if _multiplier_applies(ir, spec):
+        # powers of two in [1, 128], default 1; not searched: it means nothing to the flat and
+        # xyz configs that are most of the search, which would measure each one several times
+        spec.set_scalar("num_sm_multiplier", _MULTIPLIER)
 
     if "reduction_loops" in spec:
         for info in ir.reduction_blocks():
@@ -195,6 +202,20 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
             if not _static_range_possible(ir, spec, loop):
                 fragment = spec["static_ranges"].fragments[index]
                 spec.set_item("static_ranges", index, fragment.restrict([False]))
+
+
+PERSISTENT_PID_TYPES = ("persistent_blocked", "persistent_interleaved")
+_MULTIPLIER = EnumFragment(tuple(2**i for i in range(8)), search_choices=(1,))
+
+
+def _multiplier_applies(ir: KernelIR, spec: Any) -> bool:
+    """Whether ``num_sm_multiplier`` means something for this kernel: it allows a persistent
+    pid type and has no ``hl.barrier()`` (a grid barrier needs every program resident at once,
+    which more programs than SMs would not be: such kernels keep one program per SM, and a
+    multiplier in their configs is dropped like any key the kernel does not have)."""
+    if "pid_type" not in spec or ir.uses_barrier:
+        return False
+    return any(_allows(spec, "pid_type", p) for p in PERSISTENT_PID_TYPES)
 
 
 def _indexing_reason(target: TritonTarget) -> str:

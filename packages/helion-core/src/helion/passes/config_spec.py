@@ -19,6 +19,7 @@ from helion.autotuner.config_spec import ConfigSpec
 from helion.ir.core import KernelIR
 
 PID_TYPES = ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
+PERSISTENT_PID_TYPES = ("persistent_blocked", "persistent_interleaved")
 INDEXING = ("pointer", "block_ptr", "tensor_descriptor")
 # elements of a top-level program's tile that the default config aims for
 DEFAULT_TILE_ELEMENTS = 4096
@@ -133,3 +134,22 @@ def allowed_pid_types(ir: KernelIR) -> tuple[str, ...]:
     if len(top) == 1 and 2 <= grid_dims <= 3:
         return PID_TYPES
     return ("flat", "persistent_blocked", "persistent_interleaved")
+
+
+def force_persistent(spec: ConfigSpec) -> None:
+    """``Settings.autotune_force_persistent``: keep only the persistent ``pid_type`` choices
+    that ``spec`` already allows (so the default config and every searched config are
+    persistent, and a config naming another pid type is refused with the reason). A spec
+    without ``pid_type``, or whose ``pid_type`` allows no persistent kind, is left as it is."""
+    field = spec.fields.get("pid_type")
+    fragment = getattr(field, "fragment", None)
+    if fragment is None:
+        return
+    allowed = [p for p in PERSISTENT_PID_TYPES if fragment.is_valid(p)]
+    if not allowed or all(fragment.is_valid(p) == (p in allowed) for p in PID_TYPES):
+        return  # nothing persistent to keep, or nothing else to remove
+    spec.restrict(
+        "pid_type",
+        allowed,
+        reason="autotune_force_persistent=True allows only the persistent pid types",
+    )

@@ -1073,6 +1073,8 @@ class BoundKernel:
         self._active_keyed: Callable[..., Any] | None = None
         self._warm_calls: dict[tuple, Callable[[tuple, Any], Any] | None] = {}
         self._config: Config | None = None
+        # configs whose reproduction script `print_repro` printed (once per config)
+        self._repro_printed: set[Config] = set()
         self._trace_args = _TraceArguments(args)
         self._specialization_repr = repr(kernel.specialization_key(args))
         self._discovery_shapes: dict[int, str] = {}
@@ -1176,11 +1178,14 @@ class BoundKernel:
 
     def _derive_spec(self, ir: KernelIR) -> Any:
         from helion.passes.config_spec import derive_config_spec
+        from helion.passes.config_spec import force_persistent
 
         spec = derive_config_spec(
             ir, self._user_tunables, min_dot_size=getattr(self.backend, "min_dot_size", 16)
         )
         self.backend.tunables(ir, spec, self.device)
+        if self.settings.autotune_force_persistent:
+            force_persistent(spec)  # after the backend's restrictions, keeping them
         return spec
 
     # -- configs --------------------------------------------------------------------------------
@@ -1630,6 +1635,11 @@ class BoundKernel:
         with self._lock, self._trace_args.using(args):
             config = self._config or self.ensure_config_exists(args)
             runners = self._runner_pair(config)
+            if self.settings.print_repro and config not in self._repro_printed:
+                from helion.runtime.repro import print_repro
+
+                self._repro_printed.add(config)
+                print_repro(self, config, args)
             self._active_runner, self._active_keyed = runners
             return runners
 
