@@ -247,3 +247,19 @@ def test_aot_kernel_says_the_workflow_is_not_supported() -> None:
     with pytest.raises(exc.InvalidAPIUsage, match="aot_kernel is not supported") as raised:
         helion.aot_kernel(lambda x: x)
     assert "from_cache" in str(raised.value)
+
+
+def test_kernel_carries_the_functions_code_globals_and_defaults() -> None:
+    """As public Helion's Kernel (functools.update_wrapper plus these three)."""
+
+    def scaled(x: torch.Tensor, factor: float = 2.0) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for t in hl.tile(x.size(0)):
+            out[t] = x[t] * factor
+        return out
+
+    kernel = _kernel(scaled)
+    assert kernel.__code__ is scaled.__code__
+    assert kernel.__globals__ is scaled.__globals__
+    assert kernel.__defaults__ == (2.0,)
+    assert kernel.__wrapped__ is scaled and kernel.__name__ == "scaled"

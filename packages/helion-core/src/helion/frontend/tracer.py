@@ -1482,7 +1482,7 @@ class Tracer(X16LoadEntryPoints):
                 return HostTensor(self, lifted_arg, tensor)
         for position, inp in enumerate(self.inputs):
             fn = inp.value
-            if inp.kind != "other" or not callable(fn) or not hasattr(fn, "__code__"):
+            if inp.kind != "other" or not callable(fn) or not hasattr(fn, "__closure__"):
                 continue
             for cell_index, cell in enumerate(fn.__closure__ or ()):
                 if cell.cell_contents is tensor:

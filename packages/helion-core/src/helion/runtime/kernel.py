@@ -110,6 +110,10 @@ class Kernel:
         self._split: ast_rewrite.SplitKernel | None = None
         self._lock = threading.RLock()
         functools.update_wrapper(self, fn)
+        # as public Helion's Kernel: tools that introspect a kernel like a function read these
+        self.__code__ = fn.__code__
+        self.__globals__ = fn.__globals__
+        self.__defaults__ = fn.__defaults__
         # PyTorch integration (helion.runtime.torch_integration): one custom op per call
         # signature, the registered backward, and the name Dynamo sees
         self._torch_ops: dict[Hashable, Any] = {}
@@ -495,7 +499,7 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
     if dataclasses.is_dataclass(arg) and not isinstance(arg, type):
         fields = dataclasses.fields(arg)
         return (type(arg), tuple((f.name, _arg_key(getattr(arg, f.name), static)) for f in fields))
-    if callable(arg) and hasattr(arg, "__code__"):
+    if callable(arg) and hasattr(arg, "__code__") and hasattr(arg, "__closure__"):
         # a function argument (an epilogue) is traced into the kernel: its code, and the
         # values it captures or defaults to (scalars are baked in as constants) are the key
         closure = tuple(_captured_key(_cell_value(c), static) for c in (arg.__closure__ or ()))
