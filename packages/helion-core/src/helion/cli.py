@@ -231,12 +231,38 @@ def _run_cache_list(args: argparse.Namespace) -> int:
 
 
 def _run_cache_clear(args: argparse.Namespace) -> int:
+    import inspect
+
     cache = _import_autotune_cache()
-    removed = cache.clear()
+    failures: list[str] = []
+
+    def on_error(path: Any, error: OSError) -> None:
+        # each entry that cannot be removed is said once, and the others are still removed
+        describe = getattr(cache, "describe_clear_failure", None)
+        line = describe(path, error) if describe else f"cannot remove {path}: {error}"
+        failures.append(line)
+        print(f"helion cache clear: error: {line}", file=sys.stderr)
+
+    try:
+        takes_on_error = "on_error" in inspect.signature(cache.clear).parameters
+    except (TypeError, ValueError):
+        takes_on_error = False
+    try:
+        removed = cache.clear(on_error=on_error) if takes_on_error else cache.clear()
+    except OSError as error:
+        raise CommandError(f"could not clear the autotune cache: {error}") from error
     if isinstance(removed, int) and not isinstance(removed, bool):
         print(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'}.")
-    else:
+    elif not failures:
         print("autotune cache cleared.")
+    if failures:
+        count = len(failures)
+        print(
+            f"helion cache clear: {count} entr{'y' if count == 1 else 'ies'} could not be "
+            "removed (see above).",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
     return 0
 
 

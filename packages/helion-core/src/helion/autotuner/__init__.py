@@ -6,6 +6,10 @@ Entry point::
     config = helion.autotuner.autotune(bound, args, effort="quick", force=True)
     config = helion.autotuner.autotune(bound, args, configs=[cfg_a, cfg_b])   # pick the faster
 
+Public Helion's form also works: ``autotuner_fn=lambda bound, args, **kw: PatternSearch(bound,
+args, max_generations=1)`` (every search takes ``(bound_kernel, args, **options)`` and has
+``autotune()``), ``LocalAutotuneCache(search)``, ``default_autotuner_fn`` (:mod:`.autotuner_fn`).
+
 Pieces: :mod:`.search` (surrogate -- the default --, pattern, differential evolution, random,
 finite; ``register_search`` and the ``helion_search_algorithms`` plugin hook add more),
 :mod:`.benchmarking` (isolated precompile, accuracy check, timing, rebenchmarking),
@@ -50,6 +54,14 @@ _LAZY: dict[str, tuple[str, str]] = {
     "register_search": (".search", "register_search"),
     "search_algorithms": (".search", "search_algorithms"),
     "get_search": (".search", "get_search"),
+    # public Helion's autotuner objects (autotuner_fn): searches made from a bound kernel
+    "BaseAutotuner": (".autotuner_fn", "BaseAutotuner"),
+    "LocalAutotuneCache": (".autotuner_fn", "LocalAutotuneCache"),
+    "StrictLocalAutotuneCache": (".autotuner_fn", "StrictLocalAutotuneCache"),
+    "default_autotuner_fn": (".autotuner_fn", "default_autotuner_fn"),
+    "LFBOTreeSearch": (".autotuner_fn", "LFBOTreeSearch"),
+    "LFBOPatternSearch": (".autotuner_fn", "LFBOPatternSearch"),
+    "DESurrogateHybrid": (".autotuner_fn", "DESurrogateHybrid"),
     # harness, cache, effort
     "BenchmarkHarness": (".benchmarking", "BenchmarkHarness"),
     "CandidateResult": (".benchmarking", "CandidateResult"),
@@ -79,6 +91,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from helion.autotuner.autotuner_fn import BaseAutotuner as BaseAutotuner
+    from helion.autotuner.autotuner_fn import DESurrogateHybrid as DESurrogateHybrid
+    from helion.autotuner.autotuner_fn import LFBOPatternSearch as LFBOPatternSearch
+    from helion.autotuner.autotuner_fn import LFBOTreeSearch as LFBOTreeSearch
+    from helion.autotuner.autotuner_fn import LocalAutotuneCache as LocalAutotuneCache
+    from helion.autotuner.autotuner_fn import StrictLocalAutotuneCache as StrictLocalAutotuneCache
+    from helion.autotuner.autotuner_fn import default_autotuner_fn as default_autotuner_fn
     from helion.autotuner.benchmarking import BenchmarkHarness as BenchmarkHarness
     from helion.autotuner.benchmarking import CandidateResult as CandidateResult
     from helion.autotuner.benchmarking import do_bench as do_bench

@@ -77,6 +77,188 @@ def _tensor_bytes(value: Any) -> int:
     return sum(t.numel() * t.element_size() for t in iter_tensors([value]))
 
 
+# ================================================================================ captured tensors
+# A kernel may write tensors that are not its arguments: a module-level tensor its device code
+# stores to (`ACC[tile] = ACC[tile] + x[tile]`: the global is lifted into a kernel input, read
+# from the module at every launch) or one captured by a callable argument (an epilogue's
+# closure). Tuning runs the kernel hundreds of times in this process (baseline, timing,
+# re-timing), so such a tensor must be protected like the arguments: snapshotted before the
+# first run and restored after each one. Every run then starts from the caller's values, the
+# caller's tensor holds what it held before tuning (the call after tuning applies one run),
+# and a run's writes to it can be compared with the baseline's.
+
+
+@dataclass
+class CapturedTensors:
+    """The tensors a kernel writes that are not its arguments, each with a snapshot of its
+    contents: ``(description, live tensor, snapshot)``. :meth:`restore` copies the snapshots
+    back. In a forked child the live tensors are the child's own copies (the same objects)."""
+
+    entries: list[tuple[str, torch.Tensor, torch.Tensor]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, bound: Any, args: Sequence[Any]) -> CapturedTensors:
+        """Those of ``bound`` called with ``args`` (never fails: empty when unknown)."""
+        found: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+        seen: set[int] = set()
+        try:
+            candidates = written_captured_tensors(bound, args)
+        except Exception:
+            candidates = []
+        for description, tensor in candidates:
+            if id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            try:
+                with torch.no_grad():
+                    snapshot = tensor.detach().clone()
+            except Exception:
+                continue
+            found.append((description, tensor, snapshot))
+        return cls(found)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    @property
+    def names(self) -> list[str]:
+        return [description for description, _, _ in self.entries]
+
+    def current(self) -> list[torch.Tensor]:
+        """The live tensors (as the last run left them)."""
+        return [tensor for _, tensor, _ in self.entries]
+
+    def values(self) -> list[torch.Tensor]:
+        """Copies of the live tensors' contents."""
+        with torch.no_grad():
+            return [tensor.detach().clone() for _, tensor, _ in self.entries]
+
+    def restore(self) -> None:
+        """Put the snapshots back (after a run of a candidate, the baseline or the timing)."""
+        with torch.no_grad():
+            for _, tensor, snapshot in self.entries:
+                with contextlib.suppress(Exception):
+                    tensor.copy_(snapshot)
+
+    def load(self, values: Sequence[Any]) -> None:
+        """Set the live tensors (and their snapshots) to ``values`` (a spawned worker gets the
+        tuning process's values: its own module was imported afresh)."""
+        if len(values) != len(self.entries):
+            return
+        with torch.no_grad():
+            for (_, tensor, snapshot), value in zip(self.entries, values, strict=True):
+                with contextlib.suppress(Exception):
+                    tensor.copy_(value)
+                    snapshot.copy_(value)
+
+
+def written_captured_tensors(bound: Any, args: Sequence[Any]) -> list[tuple[str, torch.Tensor]]:
+    """``(description, tensor)`` of each tensor ``bound`` writes that is not one of ``args``
+    (nor a tensor its host code makes): a module-level tensor its device code stores to (also
+    atomically), one captured by a callable argument that device code stores to, and a
+    module-level tensor its host code writes in place (``G[...] = ...``, ``G += ...``,
+    ``G.add_(...)``)."""
+    from helion.frontend.tracer import resolve_lifted
+
+    split = getattr(bound, "split", None)
+    ir = getattr(bound, "ir", None)
+    if split is None or ir is None:
+        return []
+    fn = split.source.fn
+    namespace = getattr(fn, "__globals__", {})
+    inputs = list(split.device_inputs)
+    params = list(split.param_names)
+    host_assigned = set(split.host_assigned)
+    found: list[tuple[str, torch.Tensor]] = []
+
+    def input_value(position: int) -> Any:
+        name = inputs[position]
+        if name in params and name not in _reassigned(split):
+            index = params.index(name)
+            return args[index] if index < len(args) else None
+        if name not in host_assigned:
+            return namespace.get(name)
+        return None  # made by the host code: a fresh value at every call
+
+    written = {op.tensor.index for op in ir.memory_ops() if op.kind in ("store", "atomic")}
+    for index in sorted(written):
+        if index < len(inputs):
+            name = inputs[index]
+            if name in host_assigned:
+                continue  # an argument (cloned per run) or a tensor the host code makes
+            value = namespace.get(name)
+            if isinstance(value, torch.Tensor):
+                found.append((f"global {name!r}", value))
+            continue
+        lifted = list(getattr(ir, "lifted", ()))
+        source = lifted[index - len(inputs)] if index - len(inputs) < len(lifted) else None
+        if source is None or source[0] not in ("closure", "global"):
+            continue  # derived from the arguments (cloned with them)
+        holder = input_value(source[1])
+        if holder is None or not callable(holder):
+            continue
+        values: list[Any] = [None] * len(inputs)
+        values[source[1]] = holder
+        try:
+            value = resolve_lifted(values, source)
+        except Exception:
+            continue
+        if isinstance(value, torch.Tensor):
+            what = "closure of" if source[0] == "closure" else f"global {source[2]!r} of"
+            found.append((f"{what} {inputs[source[1]]!r}", value))
+    for name in _host_written_names(split):
+        value = namespace.get(name)
+        if name not in host_assigned and isinstance(value, torch.Tensor):
+            found.append((f"global {name!r}", value))
+    return found
+
+
+def _reassigned(split: Any) -> set[str]:
+    """The kernel's parameters its host code assigns before the device loops."""
+    import ast
+
+    names: set[str] = set()
+    for stmt in split.host_before:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+def _host_written_names(split: Any) -> list[str]:
+    """Names the kernel's host code writes in place: ``NAME[...] = v``, ``NAME[...] += v``,
+    ``NAME.method_(...)`` (torch's in-place methods end in ``_``)."""
+    import ast
+
+    found: dict[str, None] = {}
+
+    def base_name(node: ast.AST) -> str | None:
+        while isinstance(node, ast.Subscript):  # G[i][j] = v writes G
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    for stmt in [*split.host_before, *split.host_after]:
+        for node in ast.walk(stmt):
+            targets: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets = [t for t in node.targets if isinstance(t, ast.Subscript)]
+            elif isinstance(node, ast.AugAssign):
+                targets = [node.target]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.endswith("_")
+                and not node.func.attr.startswith("_")
+                and isinstance(node.func.value, ast.Name)
+            ):
+                targets = [node.func.value]
+            for target in targets:
+                name = base_name(target)
+                if name is not None:
+                    found.setdefault(name)
+    return list(found)
+
+
 # ================================================================================ accuracy
 def _leaves(value: Any, path: str = "output") -> list[tuple[str, Any]]:
     if isinstance(value, (tuple, list)):
@@ -170,8 +352,18 @@ class Baseline:
     rtol: float | None = None
     check_fn: Callable[[Any, Any], None] | None = None
     source: str = "default config"
+    #: ``(description, value after the run)`` of each tensor the kernel writes that is not an
+    #: argument (:class:`CapturedTensors`, in its order); empty with ``autotune_baseline_fn``
+    captured: list[tuple[str, Any]] = field(default_factory=list)
 
-    def check(self, output: Any, call_args: Sequence[Any]) -> str | None:
+    def check(
+        self,
+        output: Any,
+        call_args: Sequence[Any],
+        captured: Sequence[Any] | None = None,
+    ) -> str | None:
+        """The mismatch of a run with the baseline, or None. ``captured``: the values the run
+        left in the kernel's captured tensors (:meth:`CapturedTensors.current`)."""
         if self.check_fn is not None:
             try:
                 self.check_fn(output, self.output)
@@ -185,6 +377,12 @@ class Baseline:
             problem = compare_values(call_args[index], expected, atol=self.atol, rtol=self.rtol)
             if problem is not None:
                 return f"in-place argument {index}: {problem}"
+        expected_captured = getattr(self, "captured", None) or []
+        if captured is not None and len(captured) == len(expected_captured):
+            for (description, expected), actual in zip(expected_captured, captured, strict=True):
+                problem = compare_values(actual, expected, atol=self.atol, rtol=self.rtol)
+                if problem is not None:
+                    return f"captured tensor {description}: {problem}"
         return None
 
 

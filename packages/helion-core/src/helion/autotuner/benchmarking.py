@@ -58,6 +58,7 @@ from helion.autotuner.accuracy import ACCURACY_RNG_SEED as ACCURACY_RNG_SEED
 from helion.autotuner.accuracy import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
 from helion.autotuner.accuracy import FP8_DTYPES as FP8_DTYPES
 from helion.autotuner.accuracy import Baseline as Baseline
+from helion.autotuner.accuracy import CapturedTensors as CapturedTensors
 from helion.autotuner.accuracy import _detach_tree as _detach_tree
 from helion.autotuner.accuracy import _tensor_bytes
 from helion.autotuner.accuracy import _to_device
@@ -145,6 +146,9 @@ class BenchmarkHarness:
         self.deadline: float | None = None
         self.results: list[CandidateResult] = []
         self.baseline: Baseline | None = None
+        #: tensors the kernel writes that are not its arguments (a module-level tensor its device
+        #: code stores to): restored after every run here, so tuning leaves them as they were
+        self.captured = CapturedTensors()
         self._requested_isolation = isolation
         self.isolation: str | None = None
         self._ready = False
@@ -198,6 +202,12 @@ class BenchmarkHarness:
         if self._ready:
             return
         self._ready = True
+        self.captured = CapturedTensors.of(self.bound, self.args)
+        if self.captured:
+            self.log.debug(
+                "tensors the kernel writes besides its arguments, restored after every run: %s",
+                ", ".join(self.captured.names),
+            )
         self.isolation = self._choose_isolation()
         self._prepare_backend()
         if self.isolation == "spawn":
@@ -282,9 +292,12 @@ class BenchmarkHarness:
         try:
             if baseline_fn is not None:
                 call_args = clone_args(self.args)
-                with accuracy_rng():
-                    output = baseline_fn(*call_args)
-                synchronize(self.device)
+                try:
+                    with accuracy_rng():
+                        output = baseline_fn(*call_args)
+                    synchronize(self.device)
+                finally:
+                    self.captured.restore()
                 mutated = mutated_arguments(self.args, call_args)
                 return Baseline(
                     _detach_tree(output),
@@ -295,8 +308,16 @@ class BenchmarkHarness:
                     source="autotune_baseline_fn",
                 )
             default = self.bound.config_spec.default_config()
-            output, mutated = self._run_default(default)
-            return Baseline(output, mutated, atol, rtol, check_fn, source="default config")
+            output, mutated, captured = self._run_default(default)
+            return Baseline(
+                output,
+                mutated,
+                atol,
+                rtol,
+                check_fn,
+                source="default config",
+                captured=list(zip(self.captured.names, captured, strict=True)),
+            )
         except Exception as error:
             self._warn_accuracy_check_disabled(
                 "autotune_baseline_fn" if baseline_fn is not None else "default config",
@@ -322,7 +343,9 @@ class BenchmarkHarness:
             stacklevel=user_stacklevel(),
         )
 
-    def _run_default(self, default: Any) -> tuple[Any, dict[int, Any]]:
+    def _run_default(self, default: Any) -> tuple[Any, dict[int, Any], list[Any]]:
+        """The default config's output, the arguments it mutated and the values it left in
+        the captured tensors (:attr:`captured`, restored afterwards)."""
         # the first-run limit of any candidate: a default config that hangs must not cost a
         # quick search the configured 30 s before its own 35 s budget even starts
         run_timeout = self._first_run_timeout()
@@ -336,18 +359,28 @@ class BenchmarkHarness:
                 self._remember_timeout(default, result.reason)
             if not result.ok or 0 not in runner.outputs:
                 raise RuntimeError(f"default config {result.status}: {result.reason}")
-            output, mutated = runner.outputs[0]
-            return _to_device(output, self.device), _to_device(mutated, self.device)
-        fn = call_with_timeout(lambda: self.bound.compile_config(default), self.compile_timeout)
-        call_args = clone_args(self.args)
-        with accuracy_rng():
-            try:
-                output = call_with_timeout(lambda: fn(*call_args), run_timeout)
-            except CandidateTimeout as error:
-                self._remember_timeout(default, classify_error(error, "run")[1])
-                raise
-        synchronize(self.device)
-        return _detach_tree(output), mutated_arguments(self.args, call_args)
+            output, mutated, *rest = runner.outputs[0]
+            captured = list(rest[0]) if rest else []
+            return (
+                _to_device(output, self.device),
+                _to_device(mutated, self.device),
+                _to_device(captured, self.device),
+            )
+        compile_it = functools.partial(self.bound.compile_config, default)
+        try:
+            fn = call_with_timeout(compile_it, self.compile_timeout)
+            call_args = clone_args(self.args)
+            with accuracy_rng():
+                try:
+                    output = call_with_timeout(lambda: fn(*call_args), run_timeout)
+                except CandidateTimeout as error:
+                    self._remember_timeout(default, classify_error(error, "run")[1])
+                    raise
+            synchronize(self.device)
+            captured = self.captured.values()
+        finally:
+            self.captured.restore()
+        return _detach_tree(output), mutated_arguments(self.args, call_args), captured
 
     def _remember_timeout(self, config: Any, reason: str) -> None:
         from helion.autotuner.search.base import config_key
@@ -361,6 +394,7 @@ class BenchmarkHarness:
             self._timed_out[key] = CandidateResult(config, "timeout", reason=reason)
 
     def close(self) -> None:
+        self.captured.restore()
         if self._spawn is not None:
             self._spawn.close()
             self._spawn = None
@@ -511,6 +545,19 @@ class BenchmarkHarness:
         accuracy_checked: bool,
         compile_seconds: float | None,
     ) -> CandidateResult:
+        try:
+            return self._measure_steps(config, first_run_done, accuracy_checked, compile_seconds)
+        finally:
+            # the next run (and the caller, after tuning) sees the captured tensors as they were
+            self.captured.restore()
+
+    def _measure_steps(
+        self,
+        config: Any,
+        first_run_done: bool,
+        accuracy_checked: bool,
+        compile_seconds: float | None,
+    ) -> CandidateResult:
         phase = "compile"
         # each step's limit is cut to the time left once something works (by_budget): a
         # candidate interrupted by that cut is stopped unmeasured, not failed
@@ -532,7 +579,7 @@ class BenchmarkHarness:
                         lambda: _call_and_sync(fn, call_args, self.device), limit
                     )
                 if self.baseline is not None:
-                    problem = self.baseline.check(output, call_args)
+                    problem = self.baseline.check(output, call_args, self.captured.current())
                     if problem is not None:
                         return CandidateResult(
                             config, "inaccurate", reason=problem, compile_seconds=compile_seconds
@@ -663,6 +710,7 @@ class BenchmarkHarness:
                     samples[i] = []
                     continue
                 samples[i].append(ms)
+        self.captured.restore()  # the timing runs wrote them
         times = [
             statistics.median(s) if s and compiled[i] is not None else math.inf
             for i, s in enumerate(samples)

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from typing import Callable
 from typing import Iterator
 
 ENTRY_VERSION = 1
@@ -274,11 +275,13 @@ class AutotuneCache:
         key_parts: dict[str, str] | None = None,
         config_spec: Any = None,
         label: str | None = None,
+        strict: bool | None = None,
     ) -> None:
         """``key_parts`` replaces the bound kernel's own (``autotune_multi`` keys one entry on
         several argument sets); ``config_spec`` checks cached configs instead of the bound
         kernel's spec (there: the space shared by every set); ``label`` goes into the file
-        name (``autotune_multi``'s ``cache_tag``)."""
+        name (``autotune_multi``'s ``cache_tag``); ``strict`` keys the entry on the Helion
+        sources too (``StrictLocalAutotuneCache``; None: as ``settings.autotune_cache`` says)."""
         self.bound = bound
         self.settings = settings if settings is not None else getattr(bound, "settings", None)
         self.directory = Path(directory) if directory is not None else cache_root()
@@ -287,7 +290,9 @@ class AutotuneCache:
         )
         if key_parts is None:
             key_parts = key_parts_of(bound, self.settings)
-            if getattr(self.settings, "autotune_cache", None) in STRICT_CACHES:
+            if strict is None:
+                strict = getattr(self.settings, "autotune_cache", None) in STRICT_CACHES
+            if strict:
                 key_parts["library_sources"] = library_source_hash(bound)
         self.key_parts = dict(key_parts)
         self.key = hash_key_parts(self.key_parts)
@@ -561,33 +566,90 @@ def _part(parts: dict[str, str], wanted: str) -> str:
     return ""
 
 
-def clear(directory: Path | str | None = None, *, kernel: str | None = None) -> int:
-    """Delete cache entries (all, or one kernel's); returns how many were removed."""
+class CacheClearError(OSError):
+    """Entries :func:`clear` could not remove (the others were removed): ``failures`` holds
+    ``(path, OSError)`` pairs, ``removed`` the number removed."""
+
+    def __init__(self, failures: list[tuple[Path, OSError]], removed: int) -> None:
+        self.failures = list(failures)
+        self.removed = removed
+        lines = "; ".join(describe_clear_failure(path, error) for path, error in failures)
+        count = len(failures)
+        super().__init__(
+            f"could not remove {count} autotune cache entr{'y' if count == 1 else 'ies'} "
+            f"({removed} removed): {lines}"
+        )
+
+
+def describe_clear_failure(path: Path, error: OSError) -> str:
+    """``cannot remove <path>: <reason>`` for an entry :func:`clear` could not remove."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return f"cannot remove {path}: {reason[:1].lower()}{reason[1:]}"
+
+
+def clear(
+    directory: Path | str | None = None,
+    *,
+    kernel: str | None = None,
+    on_error: Callable[[Path, OSError], None] | None = None,
+) -> int:
+    """Delete cache entries (all, or one kernel's); returns how many were removed.
+
+    An entry that cannot be removed (no permission, a directory in the entry's place, a lock
+    file that cannot be created) does not stop the others: each is passed to
+    ``on_error(path, error)``; without ``on_error``, a :class:`CacheClearError` listing them is
+    raised once every other entry is removed."""
     root = Path(directory) if directory is not None else cache_root()
-    if not root.is_dir():
-        return 0
-    pattern = f"{_slug(kernel)}-*{ENTRY_SUFFIX}" if kernel else f"*{ENTRY_SUFFIX}"
+    failures: list[tuple[Path, OSError]] = []
+
+    def failed(path: Path, error: OSError) -> None:
+        failures.append((path, error))
+        if on_error is not None:
+            on_error(path, error)
+
+    try:
+        if not root.is_dir():
+            return 0
+        pattern = f"{_slug(kernel)}-*{ENTRY_SUFFIX}" if kernel else f"*{ENTRY_SUFFIX}"
+        paths = sorted(root.glob(pattern))
+    except OSError as error:  # an unreadable cache directory
+        failed(root, error)
+        paths = []
     removed = 0
-    for path in root.glob(pattern):
+    for path in paths:
         lock_path = path.with_name(path.name + ".lock")
-        with file_lock(lock_path), contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            removed += 1
-    for leftover in root.glob(".*.tmp"):
-        with contextlib.suppress(OSError):
-            if (
-                time.time() - leftover.stat().st_mtime > 3600
-            ):  # an abandoned write, not one in flight
-                leftover.unlink()
-    for lock_path in list(root.glob(f"*{ENTRY_SUFFIX}.lock")) + list(
-        root.glob(f"*{ENTRY_SUFFIX}.tuning.lock")
-    ):
+        lock_existed = lock_path.exists()
+        try:
+            with file_lock(lock_path), contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+        except OSError as error:
+            failed(path, error)
+            if not lock_existed:  # the lock this attempt created guards nothing now
+                with contextlib.suppress(OSError):
+                    lock_path.unlink()
+    with contextlib.suppress(OSError):
+        for leftover in root.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if (
+                    time.time() - leftover.stat().st_mtime > 3600
+                ):  # an abandoned write, not one in flight
+                    leftover.unlink()
+    try:
+        locks = list(root.glob(f"*{ENTRY_SUFFIX}.lock")) + list(
+            root.glob(f"*{ENTRY_SUFFIX}.tuning.lock")
+        )
+    except OSError:
+        locks = []
+    for lock_path in locks:
         entry = lock_path.with_name(lock_path.name.split(ENTRY_SUFFIX)[0] + ENTRY_SUFFIX)
         if kernel and not entry.name.startswith(_slug(kernel) + "-"):
             continue
-        # only delete a lock nobody holds; unlinking a held lock would let a third process in
-        with file_lock(lock_path, blocking=False) as free:
+        # only delete a lock nobody holds; unlinking a held lock would let a third process in.
+        # A lock this user cannot open (another user's) is left as it is: it is no entry
+        with contextlib.suppress(OSError), file_lock(lock_path, blocking=False) as free:
             if free and not entry.exists():
-                with contextlib.suppress(OSError):
-                    lock_path.unlink()
+                lock_path.unlink()
+    if failures and on_error is None:
+        raise CacheClearError(failures, removed)
     return removed

@@ -37,15 +37,33 @@ class CandidateTimeout(Exception):
     """Raised into a thread whose candidate ran past its time limit."""
 
 
+def has_time_limit(seconds: float | None) -> bool:
+    """Whether ``seconds`` is a limit a watchdog can wait for: a positive number below
+    ``threading.TIMEOUT_MAX`` (longer waits overflow the platform's timestamps)."""
+    if seconds is None:
+        return False
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return 0 < value < threading.TIMEOUT_MAX
+
+
 def call_with_timeout(fn: Callable[[], Any], seconds: float | None) -> Any:
     """Run ``fn`` in this thread; past ``seconds`` a watchdog raises :class:`CandidateTimeout` in it.
 
     The exception is delivered at the next Python bytecode, so a Python-level hang is ended; a
     hang inside one C call (a spinning GPU kernel) ends when the call returns and is then still
     reported as a timeout.  Process isolation is what truly contains those.
+
+    ``seconds`` of ``None``, 0 or less, NaN, or ``threading.TIMEOUT_MAX`` and more (292 years:
+    ``HELION_AUTOTUNE_COMPILE_TIMEOUT=99999999999``, or ``math.inf``) sets no limit: a
+    ``threading.Timer`` that long dies at once with an ``OverflowError`` in its own thread,
+    which printed a raw traceback and left the call without a watchdog anyway.
     """
-    if seconds is None or seconds <= 0:
+    if not has_time_limit(seconds):
         return fn()
+    assert seconds is not None
     thread_id = threading.get_ident()
     lock = threading.Lock()
     state = {"done": False, "fired": False}

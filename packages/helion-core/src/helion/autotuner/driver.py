@@ -63,9 +63,42 @@ def autotune(
         search: a search name or class; default ``settings.autotune_search`` (``surrogate``).
         **options: passed to the search's constructor (``max_evaluations=``, ``budget_seconds=``,
             ``seed=``, search-specific sizes such as ``initial=`` or ``copies=``).
+
+    Raises:
+        helion.exc.InvalidSetting: an option the search does not take (checked before the
+            cache is read, so a cache hit does not hide it), or a bad ``max_evaluations``,
+            ``budget_seconds`` or ``seed`` (an int >= 0).
+        helion.exc.InvalidConfig: an entry of ``configs`` that is not a config of this kernel
+            (its position and the reason are named).
     """
+    return _autotune(
+        bound, args, force=force, effort=effort, configs=configs, search=search, options=options
+    )
+
+
+def _autotune(
+    bound: Any,
+    args: Sequence[Any],
+    *,
+    force: bool = False,
+    effort: str | None = None,
+    configs: Iterable[Any] | None = None,
+    search: str | type | None = None,
+    options: dict[str, Any],
+    use_cache: bool = True,
+    use_hook: bool = True,
+    strict_cache: bool | None = None,
+) -> Any:
+    """:func:`autotune`; a search object made from a bound kernel (``PatternSearch(bound,
+    args).autotune()``) runs it without the ``autotuner_fn`` hook (``use_hook=False``) and, bare,
+    without the on-disk cache (``use_cache=False``); ``LocalAutotuneCache(search)`` keeps the
+    cache, and ``StrictLocalAutotuneCache`` keys it on the Helion sources too
+    (``strict_cache=True``)."""
+    from helion.autotuner.search import FiniteSearch
+    from helion.autotuner.search.base import check_option_names
     from helion.autotuner.search.base import check_search_options
 
+    options = dict(options)
     check_search_options(options)  # before any cache or search work
     settings = bound.settings
     name = _kernel_name(bound)
@@ -74,6 +107,7 @@ def autotune(
     args = tuple(args)
 
     if configs is not None:
+        check_option_names(options, FiniteSearch, exclude=("configs",))
         _check_plugins_allow_tuning(bound, args)
         with _run_log(log, bound, None):
             return _run_finite(bound, args, list(configs), log, options)
@@ -81,19 +115,27 @@ def autotune(
     effort_name = normalize_effort(
         effort if effort is not None else getattr(settings, "autotune_effort", "full")
     )
+    hook = getattr(settings, "autotuner_fn", None) if use_hook else None
+    if hook is not None and _in_autotuner_fn.get():
+        hook = None
+    if hook is None:
+        # a misspelt option is refused now, cache hit or not (the user's autotuner_fn gets
+        # the options as they are: they are its own)
+        search_cls = _search_class_to_check(search, settings, effort_name)
+        if search_cls is not None:
+            check_option_names(options, search_cls)
     if effort_name == "none":
         config = _normalized(spec, spec.default_config())
         log.info("%s: autotune_effort='none', using the default config %s", name, config)
         return config
 
-    hook = getattr(settings, "autotuner_fn", None)
-    if hook is not None and not _in_autotuner_fn.get():
+    if hook is not None:
         # the user's autotuner replaces the cache and the search (as public Helion's default
         # autotuner_fn is the one that wraps its search in the cache)
-        return _run_autotuner_fn(hook, bound, args, options)
+        return _run_autotuner_fn(hook, bound, args, options, force=force)
 
     force = force or bool(getattr(settings, "force_autotune", False))
-    cache = _open_cache(bound, settings, log)
+    cache = _open_cache(bound, settings, log, strict=strict_cache) if use_cache else None
     if cache is not None and not force:
         hit = cache.get()
         if hit is not None:
@@ -149,6 +191,32 @@ def autotune(
     return winner
 
 
+def _search_class_to_check(
+    search: str | type | None, settings: Any, effort_name: str
+) -> type | None:
+    """:func:`_search_class`, for checking option names before the cache is read: a search
+    named by the settings that cannot be found here (a plugin's, not installed) is None, so
+    a cache hit still needs no search; ``search=`` that cannot be found raises now."""
+    if search is not None:
+        return _search_class(search, settings, effort_name)
+    try:
+        return _search_class(None, settings, effort_name)
+    except (ValueError, TypeError):
+        return None
+
+
+def _search_class(search: str | type | None, settings: Any, effort_name: str) -> type:
+    """The search class a tuning of ``effort_name`` runs: ``search=``, else
+    ``settings.autotune_search``, else the effort profile's default."""
+    from helion.autotuner.search import get_search
+
+    return get_search(
+        search
+        or getattr(settings, "autotune_search", None)
+        or get_effort_profile(effort_name).default_search
+    )
+
+
 # ------------------------------------------------------------------------------------ hook
 # set while settings.autotuner_fn runs: an autotuner that calls autotune() itself (to tune the
 # usual way after all) gets the built-in tuner, not itself again
@@ -158,21 +226,69 @@ _in_autotuner_fn: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 
 def _run_autotuner_fn(
-    hook: Callable[..., Any], bound: Any, args: tuple[Any, ...], options: dict[str, Any]
+    hook: Callable[..., Any],
+    bound: Any,
+    args: tuple[Any, ...],
+    options: dict[str, Any],
+    force: bool = False,
 ) -> Any:
-    """``settings.autotuner_fn(bound, args, **options).autotune()``, normalized for ``bound``."""
+    """``settings.autotuner_fn(bound, args, **options).autotune()``, normalized for ``bound``.
+
+    The hook may also return a config itself (a ``helion.Config`` or a dict of its entries).
+    An autotuner whose ``autotune`` takes ``skip_cache`` (public Helion's signature, e.g.
+    ``LocalAutotuneCache``) gets ``skip_cache=force``."""
+    from collections.abc import Mapping
+
     token = _in_autotuner_fn.set(True)
     try:
         tuner = hook(bound, args, **options)
-        config = tuner.autotune() if hasattr(tuner, "autotune") else tuner
+        method = getattr(tuner, "autotune", None)
+        if isinstance(tuner, Mapping):
+            config = tuner
+        elif callable(method) and not isinstance(tuner, type):
+            config = method(skip_cache=force) if _takes_skip_cache(method) else method()
+        else:
+            raise TypeError(
+                f"settings.autotuner_fn {_hook_name(hook)} returned {_describe_value(tuner)} for "
+                f"kernel {_kernel_name(bound)!r}: it must return an autotuner, an object whose "
+                "autotune() returns a helion.Config (e.g. helion.autotuner.LocalAutotuneCache("
+                "PatternSearch(bound_kernel, args)), or PatternSearch(bound_kernel, args)), or "
+                "a helion.Config"
+            )
     finally:
         _in_autotuner_fn.reset(token)
-    if config is None:
+    if not isinstance(config, Mapping):
         raise TypeError(
-            f"settings.autotuner_fn {hook!r} gave no config for kernel {_kernel_name(bound)!r}: "
-            "it must return an object whose autotune() returns a helion.Config"
+            f"settings.autotuner_fn {_hook_name(hook)}: the autotune() of "
+            f"{_describe_value(tuner)} returned {_describe_value(config)} for kernel "
+            f"{_kernel_name(bound)!r}; it must return a helion.Config"
         )
     return _normalized(bound.config_spec, _as_config(config))
+
+
+def _takes_skip_cache(method: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return "skip_cache" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+def _hook_name(hook: Any) -> str:
+    return getattr(hook, "__qualname__", None) or repr(hook)
+
+
+def _describe_value(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _as_config(value: Any) -> Any:
@@ -351,10 +467,10 @@ def _run_finite(
     harness = BenchmarkHarness(
         bound, args, settings=settings, profile=profile, log=log, progress=progress
     )
+    # before the progress display starts: a bad entry of `configs` is refused without one
+    # (the harness starts no process before its first evaluation)
+    search = FiniteSearch(bound.config_spec, harness, configs=configs, profile=profile, **options)
     with progress, harness:
-        search = FiniteSearch(
-            bound.config_spec, harness, configs=configs, profile=profile, **options
-        )
         try:
             winner = search.run()
         except Exception as error:
@@ -493,9 +609,11 @@ def _seed_configs(
     return seeds
 
 
-def _open_cache(bound: Any, settings: Any, log: AutotuneLog) -> AutotuneCache | None:
+def _open_cache(
+    bound: Any, settings: Any, log: AutotuneLog, *, strict: bool | None = None
+) -> AutotuneCache | None:
     try:
-        cache = AutotuneCache(bound, settings=settings)
+        cache = AutotuneCache(bound, settings=settings, strict=strict)
     except Exception as error:
         # no cache key (e.g. a kernel without source): tune every time rather than fail
         log.debug("autotune cache unavailable: %s", error)

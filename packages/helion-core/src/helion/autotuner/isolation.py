@@ -258,6 +258,8 @@ class _ForkRunner(_IsolatedRunner):
         process = self.context.Process(
             target=_fork_child_main,
             args=(sender, h.bound, config, h.args, h.baseline, h.device, self.return_output),
+            # the child dies with this process, even one killed by SIGTERM/SIGKILL
+            kwargs={"parent_pid": os.getpid(), "captured": h.captured},
             daemon=True,
         )
         process.start()
@@ -313,12 +315,16 @@ class _SpawnRunner(_IsolatedRunner):
                 baseline.rtol,
                 baseline.check_fn,
                 baseline.source,
+                captured=_to_device(list(baseline.captured), "cpu"),
             )
         payload = {
             "device": str(h.device),
             "args": _to_device(tuple(h.args), "cpu"),
             "baseline": portable,
             "settings": _codegen_settings(h.settings),
+            # the values of the tensors the kernel writes besides its arguments: a worker
+            # imported the kernel's module afresh, and starts every candidate from these
+            "captured": _to_device(h.captured.values(), "cpu"),
         }
         path = os.path.join(self.directory, "payload.pt")
         try:
@@ -345,6 +351,7 @@ class _SpawnRunner(_IsolatedRunner):
         process = self.context.Process(
             target=_spawn_worker_main,
             args=(sender, self.module_name, self.qualname),
+            kwargs={"parent_pid": os.getpid()},
             daemon=True,
         )
         process.start()

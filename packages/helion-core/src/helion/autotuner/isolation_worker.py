@@ -28,6 +28,7 @@ from typing import Sequence
 import torch
 
 from helion.autotuner.accuracy import Baseline
+from helion.autotuner.accuracy import CapturedTensors
 from helion.autotuner.accuracy import _detach_tree
 from helion.autotuner.accuracy import _to_device
 from helion.autotuner.accuracy import accuracy_rng
@@ -47,12 +48,15 @@ def run_candidate(
     send: Callable[[tuple[Any, ...]], None],
     *,
     return_output: bool = False,
+    captured: CapturedTensors | None = None,
 ) -> None:
     """Compile and run one config once, reporting through ``send``:
 
     ``("compiled", seconds)`` after compiling, then ``("result", status, reason)`` and, with
-    ``return_output``, ``("output", output, mutated_args)`` before it.  Used by the isolated
-    screening children and workers.
+    ``return_output``, ``("output", bytes of (output, mutated_args, captured values))`` before
+    it.  ``captured``: the tensors the kernel writes besides its arguments, as this process
+    sees them (compared with the baseline's values after the run; the caller restores them).
+    Used by the isolated screening children and workers.
 
     In a child that called :func:`_keep_warnings`, the Python warnings raised meanwhile are
     sent as ``("warnings", [(category, message, filename, lineno), ...])`` before the result
@@ -69,7 +73,14 @@ def run_candidate(
         send(message)
 
     _run_candidate(
-        bound, config, args, baseline, device, send_warnings_first, return_output=return_output
+        bound,
+        config,
+        args,
+        baseline,
+        device,
+        send_warnings_first,
+        return_output=return_output,
+        captured=captured,
     )
 
 
@@ -125,6 +136,7 @@ def _run_candidate(
     send: Callable[[tuple[Any, ...]], None],
     *,
     return_output: bool,
+    captured: CapturedTensors | None = None,
 ) -> None:
     phase = "compile"
     try:
@@ -137,9 +149,13 @@ def _run_candidate(
             output = fn(*call_args)
         synchronize(device)
         if return_output:
-            send(("output", _to_bytes((_detach_tree(output), mutated_arguments(args, call_args)))))
+            left = captured.values() if captured is not None else []
+            result = (_detach_tree(output), mutated_arguments(args, call_args), left)
+            send(("output", _to_bytes(result)))
         if baseline is not None:
-            problem = baseline.check(output, call_args)
+            problem = baseline.check(
+                output, call_args, captured.current() if captured is not None else None
+            )
             if problem is not None:
                 send(("result", "inaccurate", problem))
                 return
@@ -171,9 +187,59 @@ def _quiet_crash_reports() -> None:
         faulthandler.disable()
 
 
+#: ``prctl`` option: the signal a process gets when its parent dies (linux/prctl.h)
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> bool:
+    """Make this child process end when ``parent_pid`` (the tuning process) dies, however it
+    dies: SIGTERM and SIGKILL (``timeout``, ``scancel``, ``docker stop``, the OOM killer)
+    run none of the parent's exit handlers, and a candidate that hangs would otherwise spin
+    forever, reparented to init, holding the device and the inherited stdout/stderr pipe (a
+    reader waiting for their end hangs too).
+
+    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; a parent that died before that call is found
+    by ``os.getppid()`` no longer being it, and this process exits at once. Elsewhere nothing
+    is set (returns False); the parent's exit handlers still reap children it exits through.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        # the process's own symbols hold libc's prctl (no find_library: it runs ldconfig)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return False
+    except Exception:
+        return False
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)  # the parent died before the signal was armed: nobody reads our result
+    return True
+
+
+def _close_inherited_stdio() -> None:
+    """Point this child's stdin at /dev/null: it never reads it, and holding the parent's
+    stdin open keeps a pipe into the tuning process alive after that process is gone."""
+    with contextlib.suppress(Exception):
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+
+
 def _fork_child_main(
-    conn: Any, bound: Any, config: Any, args: Any, baseline: Any, device: Any, return_output: bool
+    conn: Any,
+    bound: Any,
+    config: Any,
+    args: Any,
+    baseline: Any,
+    device: Any,
+    return_output: bool,
+    parent_pid: int | None = None,
+    captured: CapturedTensors | None = None,
 ) -> None:
+    die_with_parent(parent_pid)
+    _close_inherited_stdio()
     # one thread per child: several children share the cores, and a forked OpenMP pool is unsafe
     with contextlib.suppress(Exception):
         torch.set_num_threads(1)
@@ -182,7 +248,16 @@ def _fork_child_main(
     _quiet_crash_reports()
     _keep_warnings()
     try:
-        run_candidate(bound, config, args, baseline, device, conn.send, return_output=return_output)
+        run_candidate(
+            bound,
+            config,
+            args,
+            baseline,
+            device,
+            conn.send,
+            return_output=return_output,
+            captured=captured,
+        )
     finally:
         with contextlib.suppress(Exception):
             conn.close()
@@ -207,13 +282,18 @@ def _import_kernel_module(name_or_path: str) -> Any:
     return importlib.import_module(name_or_path)
 
 
-def _spawn_worker_main(conn: Any, module_name: str, qualname: str) -> None:
+def _spawn_worker_main(
+    conn: Any, module_name: str, qualname: str, parent_pid: int | None = None
+) -> None:
     """A long-lived screening worker in a fresh (spawned) interpreter, used for CUDA kernels.
 
     It imports the kernel's module first (the slow part, overlapping the parent's baseline
     run), then waits for ``("payload", path)`` with the arguments and baseline, binds the
-    kernel and answers ``("ready",)``; after that each message is a config to screen.
+    kernel and answers ``("ready",)``; after that each message is a config to screen. It dies
+    with the tuning process (:func:`die_with_parent`).
     """
+    die_with_parent(parent_pid)
+    _close_inherited_stdio()
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     _quiet_crash_reports()
@@ -234,6 +314,8 @@ def _spawn_worker_main(conn: Any, module_name: str, qualname: str) -> None:
             with contextlib.suppress(Exception):
                 setattr(kernel.settings, name, value)
         bound = kernel.bind(tuple(args))
+        captured = CapturedTensors.of(bound, args)
+        captured.load(_to_device(list(payload.get("captured") or []), device))
         baseline = payload.get("baseline")
         if baseline is not None:
             baseline.output = _to_device(baseline.output, device)
@@ -260,7 +342,12 @@ def _spawn_worker_main(conn: Any, module_name: str, qualname: str) -> None:
             else:
                 conn.send(message)
 
-        run_candidate(bound, Config.from_dict(message), args, baseline, device, send)
+        try:
+            run_candidate(
+                bound, Config.from_dict(message), args, baseline, device, send, captured=captured
+            )
+        finally:
+            captured.restore()  # the next candidate starts from the tuning process's values
         result = held[-1] if held else ("result", "error", "no result")
         healthy = result[1] in ("ok", "inaccurate", "compile_error") or _device_usable(device)
         conn.send((*result[:3], not healthy))

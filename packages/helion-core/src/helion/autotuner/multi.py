@@ -42,6 +42,7 @@ from helion.autotuner.effort import normalize_effort
 from helion.autotuner.progress import AutotuneLog
 from helion.autotuner.progress import AutotuneProgress
 from helion.autotuner.progress import Score
+from helion.autotuner.search.base import check_option_names
 from helion.autotuner.search.base import check_search_options
 from helion.autotuner.search.base import config_key
 
@@ -378,6 +379,15 @@ def autotune_multi(
     effort_name = normalize_effort(
         effort if effort is not None else getattr(settings, "autotune_effort", "full")
     )
+    # a misspelt option is refused before the cache is read
+    search_cls = driver._search_class_to_check(search, settings, effort_name)
+    if search_cls is not None:
+        check_option_names(
+            options,
+            search_cls,
+            where="autotune_multi()",
+            also=("force", "effort", "search", "aggregation", "relative_to", "cache_tag"),
+        )
     if effort_name == "none":
         config = space.normalize(space.default_config())
         log.info("%s: autotune_effort='none', using the default config %s", name, config)

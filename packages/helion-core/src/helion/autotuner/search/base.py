@@ -11,6 +11,7 @@ re-benchmark of the leaders.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import numbers
@@ -150,10 +151,91 @@ def check_budget_seconds(value: object) -> float | None:
     return float(value)
 
 
+def check_seed(value: object) -> int | None:
+    """``seed=`` as given to ``autotune`` or a search: ``None`` (``autotune_random_seed``, else
+    a time-based seed) or an int >= 0, as ``HELION_AUTOTUNE_RANDOM_SEED`` takes. A bool, a
+    float (``1.7`` was silently used as 1), a string or a negative number raises
+    ``helion.exc.InvalidSetting`` where it is given."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        from helion import exc
+
+        raise exc.InvalidSetting(
+            f"seed: expected an int >= 0 (the search's RNG seed), got {value!r}; leave it out "
+            "for autotune_random_seed (HELION_AUTOTUNE_RANDOM_SEED) or a time-based seed"
+        )
+    return int(value)
+
+
 def check_search_options(options: Mapping[str, Any]) -> None:
-    """The caps of a search among ``autotune`` options, checked before any cache or search work."""
+    """The values of a search's common options among ``autotune`` options (``max_evaluations``,
+    ``budget_seconds``, ``seed``), checked before any cache or search work."""
     check_max_evaluations(options.get("max_evaluations"))
     check_budget_seconds(options.get("budget_seconds"))
+    check_seed(options.get("seed"))
+
+
+#: constructor parameters the driver fills itself: not options a caller passes
+DRIVER_PARAMETERS = frozenset(
+    {"config_spec", "evaluator", "profile", "seed_configs", "config_overrides", "config_filter"}
+)
+
+
+def search_option_names(search_cls: type) -> list[str]:
+    """The options ``search_cls`` takes (``seed``, ``max_evaluations``, ... and its own sizes):
+    the keyword parameters of every ``__init__`` along its classes (a subclass passes what it
+    does not name to its base through ``**kwargs``), less those the driver fills."""
+    import inspect
+
+    names: dict[str, None] = {}
+    for klass in search_cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        init = getattr(init, "__wrapped__", init)
+        try:
+            parameters = inspect.signature(init).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        for parameter in list(parameters)[1:]:  # after self
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                continue
+            if parameter.name not in DRIVER_PARAMETERS:
+                names.setdefault(parameter.name)
+    return sorted(names)
+
+
+def check_option_names(
+    options: Mapping[str, Any],
+    search_cls: type,
+    *,
+    exclude: Iterable[str] = (),
+    where: str = "autotune()",
+    also: Iterable[str] = ("force", "effort", "configs", "search"),
+) -> None:
+    """Refuse an option ``search_cls`` does not take (a misspelt ``max_evals=``) with
+    ``helion.exc.InvalidSetting`` naming the valid ones, before any cache or search work: it
+    used to be a TypeError from deep in the search, and only when tuning ran (a cache hit
+    ignored it)."""
+    import difflib
+
+    valid = [name for name in search_option_names(search_cls) if name not in set(exclude)]
+    unknown = [name for name in options if name not in valid]
+    if not unknown:
+        return
+    from helion import exc
+
+    also = [name for name in also if name not in valid]
+    name = unknown[0]
+    close = difflib.get_close_matches(name, [*valid, *also], n=1)
+    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+    search_name = getattr(search_cls, "name", None) or search_cls.__name__
+    own = f"; and {where}'s own: {', '.join(also)}" if also else ""
+    raise exc.InvalidSetting(
+        f"{where}: unknown option {name!r}{suggestion}; the {search_name} search "
+        f"({search_cls.__name__}) takes: {', '.join(valid)}{own}"
+    )
 
 
 def fresh_seed() -> int:
@@ -161,8 +243,52 @@ def fresh_seed() -> int:
     return int(time.time_ns() % (2**31 - 1))
 
 
+def is_bound_kernel(value: object) -> bool:
+    """Whether ``value`` is a bound kernel (what ``Kernel.bind(args)`` returns), not a config
+    space: public Helion makes its searches from one (``PatternSearch(bound_kernel, args)``)."""
+    return (
+        not isinstance(value, type)
+        and hasattr(value, "config_spec")
+        and callable(getattr(value, "compile_config", None))
+        and hasattr(value, "settings")
+    )
+
+
+def _bound_form(args: tuple, kwargs: Mapping[str, Any]) -> bool:
+    first = args[0] if args else kwargs.get("kernel", kwargs.get("bound_kernel"))
+    return is_bound_kernel(first)
+
+
+def _accepting_bound_kernel(init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` that also takes public Helion's ``(bound_kernel, args, **options)``."""
+    if getattr(init, "_accepts_bound_kernel", False):
+        return init
+
+    @functools.wraps(init)
+    def __init__(self: BaseSearch, *args: Any, **kwargs: Any) -> None:
+        if _bound_form(args, kwargs):
+            self._init_from_bound(*args, **kwargs)
+        else:
+            init(self, *args, **kwargs)
+
+    __init__._accepts_bound_kernel = True  # type: ignore[attr-defined]
+    return __init__
+
+
 class BaseSearch:
     """Base of every search.  Subclasses implement :meth:`_search` and call :meth:`evaluate`.
+
+    Two ways to make one:
+
+    * ``Search(config_spec, evaluator, **options)``: the search proper; :meth:`run` measures
+      configs through ``evaluator`` and returns the winner (the driver makes it this way).
+    * ``Search(bound_kernel, args, **options)``, public Helion's form (``autotuner_fn=lambda
+      bound, args, **kw: PatternSearch(bound, args, max_generations=1)``): the options are
+      checked at once, and :meth:`autotune` tunes ``bound_kernel`` for ``args`` with this
+      search through the driver (benchmark harness, seeds, time budget, final line), without
+      the on-disk cache; ``helion.autotuner.LocalAutotuneCache(search).autotune()`` uses the
+      cache too. ``FiniteSearch(bound_kernel, args, configs=[...])`` picks the fastest of
+      ``configs`` (default: the kernel's ``configs=``).
 
     Constructor arguments shared by all searches:
       config_spec     -- the ConfigSpec of the bound kernel
@@ -178,6 +304,17 @@ class BaseSearch:
     """
 
     name: ClassVar[str] = "base"
+    #: the bound kernel and arguments of a search made from them (None: made from a config space)
+    bound: Any = None
+    args: tuple[Any, ...] = ()
+    #: the search takes ``configs=`` (FiniteSearch): given to the driver as its ``configs``
+    takes_configs: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = _accepting_bound_kernel(init)  # type: ignore[method-assign]
 
     def __init__(
         self,
@@ -196,7 +333,8 @@ class BaseSearch:
         self.spec = config_spec
         self.evaluator = evaluator
         self.profile = profile or FULL
-        self.seed = fresh_seed() if seed is None else int(seed)
+        seed = check_seed(seed)
+        self.seed = fresh_seed() if seed is None else seed
         self.rng = random.Random(self.seed)
         checked = check_max_evaluations(max_evaluations)
         self.max_evaluations = self.profile.max_evaluations if checked is None else checked
@@ -215,6 +353,99 @@ class BaseSearch:
         self.rebenchmarked: dict[str, float] = {}
         self._times: dict[str, float] = {}
         self._start: float | None = None
+
+    # ------------------------------------------------------------------ public Helion's form
+    def _init_from_bound(self, *positional: Any, **options: Any) -> None:
+        """``Search(bound_kernel, args, **options)``: keep them for :meth:`autotune`, after
+        checking the options (names and values) now, where they are given."""
+        cls_name = type(self).__name__
+        rest = list(positional)
+        bound = rest.pop(0) if rest else options.pop("kernel", None) or options.pop("bound_kernel")
+        options.pop("kernel", None)
+        options.pop("bound_kernel", None)
+        if rest:
+            call_args = rest.pop(0)
+        elif "args" in options:
+            call_args = options.pop("args")
+        else:
+            raise TypeError(f"{cls_name}(bound_kernel, args, **options): args missing")
+        if rest:
+            raise TypeError(
+                f"{cls_name}(bound_kernel, args, **options) takes its options by keyword; "
+                f"got {len(rest)} more positional argument(s)"
+            )
+        if isinstance(call_args, (str, bytes)) or not isinstance(call_args, Iterable):
+            raise TypeError(
+                f"{cls_name}(bound_kernel, args, ...): args must be the kernel's arguments as a "
+                f"tuple or list, got {type(call_args).__name__}"
+            )
+        check_search_options(options)
+        where = f"{cls_name}(bound_kernel, args, ...)"
+        check_option_names(options, type(self), where=where, also=())
+        self.bound = bound
+        self.args = tuple(call_args)
+        self.options = dict(options)
+        self.spec = bound.config_spec
+        self.evaluator = None
+        self.profile = FULL
+        self.seed = options.get("seed")
+        self.history = []
+        self.best_config = None
+        self.best_time = math.inf
+        self.generation = 0
+        self._start = None
+        self._check_bound_options()
+
+    def _check_bound_options(self) -> None:
+        """More checks of ``self.options`` when made from a bound kernel (FiniteSearch: its
+        configs)."""
+
+    def autotune(self, *, skip_cache: bool = False) -> Config:
+        """Tune the bound kernel this search was made from (``Search(bound_kernel, args,
+        **options)``) for its arguments with this search, and return the winning config.
+
+        The driver's machinery runs it: the benchmark harness (isolated screening, accuracy
+        check, timing), the seeds, the effort profile and time budget of the kernel's settings
+        (effort ``none`` counts as ``quick`` here: a search was asked for). A bare search never
+        reads or writes the on-disk cache (``skip_cache`` is accepted for public Helion's
+        signature); ``helion.autotuner.LocalAutotuneCache(search).autotune()`` does.
+        """
+        return self._tune_bound(use_cache=False)
+
+    def _tune_bound(
+        self, *, use_cache: bool, force: bool = False, strict_cache: bool | None = None
+    ) -> Config:
+        if self.bound is None:
+            raise TypeError(
+                f"{type(self).__name__}.autotune() tunes a search made from a bound kernel, "
+                f"{type(self).__name__}(bound_kernel, args, **options); this one was made from "
+                "(config_spec, evaluator): call run() instead"
+            )
+        import torch
+
+        from helion.autotuner import driver
+        from helion.autotuner.effort import normalize_effort
+
+        options = dict(self.options)
+        configs = options.pop("configs", None) if self.takes_configs else None
+        settings = self.bound.settings
+        effort = normalize_effort(getattr(settings, "autotune_effort", "full"))
+        # tuning launches the kernel many times: keep the caller's CPU generator where it was
+        with torch.random.fork_rng(devices=[]):
+            config = driver._autotune(
+                self.bound,
+                self.args,
+                force=force,
+                effort="quick" if effort == "none" else effort,
+                configs=configs,
+                search=None if self.takes_configs else type(self),
+                options=options,
+                use_cache=use_cache,
+                use_hook=False,
+                strict_cache=strict_cache,
+            )
+        self.best_config = config
+        return config
 
     # ----------------------------------------------------------------------------- budget
     @property
@@ -388,7 +619,10 @@ class BaseSearch:
 
     # ---------------------------------------------------------------------- run
     def run(self) -> Config:
-        """Search, then re-benchmark the leaders; returns the winner or raises NoConfigFound."""
+        """Search, then re-benchmark the leaders; returns the winner or raises NoConfigFound.
+        (A search made from a bound kernel runs :meth:`autotune`.)"""
+        if self.bound is not None:
+            return self.autotune()
         self._start = time.perf_counter()
         timed = self.budget_seconds is not None and hasattr(self.evaluator, "deadline")
         if timed:
@@ -483,3 +717,7 @@ class BaseSearch:
             "best_ms": self.best_time,
             "seconds": round(self.elapsed(), 3),
         }
+
+
+# the base's own __init__ takes the bound-kernel form too (a subclass without an __init__)
+BaseSearch.__init__ = _accepting_bound_kernel(BaseSearch.__init__)  # type: ignore[method-assign]
