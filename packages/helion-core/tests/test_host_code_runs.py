@@ -290,3 +290,58 @@ def test_an_error_of_host_code_after_a_write_is_torchs_and_leaves_the_argument()
     with pytest.raises(RuntimeError, match="must match the size"):
         _kernel(writes_then_fails).bind((x,))
     assert x.tolist() == [0.0] * 8
+
+
+CALLS_SEEN = torch.zeros(1)
+
+
+def count_calls_in_a_global(x: torch.Tensor) -> torch.Tensor:
+    CALLS_SEEN.add_(1)  # host code writing a module-level tensor
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + 1
+    return out
+
+
+def count_calls_writing_an_argument(x: torch.Tensor) -> torch.Tensor:
+    CALLS_SEEN.add_(1)
+    x.mul_(1)  # writes an argument: traced on fake tensors
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + 1
+    return out
+
+
+def count_calls_reading_data(x: torch.Tensor) -> torch.Tensor:
+    CALLS_SEEN.add_(1)
+    x.mul_(1)  # writes an argument and ...
+    if float(x.sum()) > -1e30:  # ... reads its data: traced on copies
+        out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + 1
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fn", "level"),
+    [
+        (count_calls_in_a_global, stand_ins.ARGUMENTS),
+        (count_calls_writing_an_argument, stand_ins.FAKE),
+        (count_calls_reading_data, stand_ins.COPIES),
+    ],
+)
+def test_a_global_tensor_written_by_host_code_changes_once_per_call(fn, level) -> None:
+    """Tracing runs put back the data of tensors host code writes that are not arguments (a
+    module's globals): before, binding applied `CALLS_SEEN.add_(1)` once more."""
+    CALLS_SEEN.zero_()
+    kernel = helion.kernel(fn, backend="ref", config=helion.Config(block_sizes=[8]))
+    x = torch.randn(37)
+    torch.testing.assert_close(kernel(x), x + 1)
+    assert CALLS_SEEN.item() == 1
+    bound = kernel.bind((x,))
+    assert bound._host_trace_level == level
+    bound.to_code(helion.Config(block_sizes=[16]))
+    bound.compile_config(helion.Config(block_sizes=[4]))
+    assert CALLS_SEEN.item() == 1
+    kernel(x)
+    assert CALLS_SEEN.item() == 2

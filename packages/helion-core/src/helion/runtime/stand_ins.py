@@ -20,6 +20,9 @@ the caller's arguments as they are: host code may write into them (``x.mul_(2)``
    host code that writes and also reads tensor data (``int(x.sum())``, ``x.tolist()``), which
    fake tensors cannot give.
 
+At every level, a tensor that is not an argument but that host code writes in place (a
+module-level tensor: ``STEPS.add_(1)``) has its data put back after the run.
+
 The level a bound kernel's host code needed is remembered: later runs start there. Either way,
 the values the host code hands its device loops are given back as the real arguments where they
 are the arguments (or views of them), so the tracer and the guards see the very tensors a call
@@ -209,10 +212,12 @@ class _WouldChange(Exception):
 _guard_class: type | None = None
 
 
-def _write_guard(args: tuple) -> Any:
+def _write_guard(args: tuple, *, stop_on_random: bool = True) -> Any:
     """A `_WriteGuard` of the tensors in ``args`` (its class is made on first use)."""
     global _guard_class
     if _guard_class is None:
+        from torch._subclasses.fake_tensor import FakeTensor
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
         from torch.utils._python_dispatch import TorchDispatchMode
 
         seeded = torch.Tag.nondeterministic_seeded
@@ -221,16 +226,29 @@ def _write_guard(args: tuple) -> Any:
             """Host code on the real arguments: every op runs as it is, except that the run
             stops (`_WouldChange`) before an op writes into the memory of an argument (the
             argument, a view of it, any tensor on its storage), or draws random numbers (which
-            would advance the caller's generator)."""
+            would advance the caller's generator). A write into a tensor that is neither an
+            argument nor made by the run (a module's global) runs, and `restore` puts that
+            tensor's data back afterwards."""
 
             @classmethod
             def _should_skip_dynamo(cls) -> bool:
                 return False  # torch's default wraps the dispatch in Dynamo's (an import: seconds)
 
-            def __init__(self, protected: set[int]) -> None:
+            def __init__(self, protected: set[int], stop_on_random: bool) -> None:
                 super().__init__()
                 self.protected = protected  # the storages of the arguments
+                self.stop_on_random = stop_on_random
                 self.stopped = False
+                self.created: set[int] = set()  # the storages this run allocated
+                # storage -> (it, a copy of its data before this run first wrote it): tensors
+                # that are not arguments (a module's global, a closure's) written by host code
+                self.saved: dict[int, tuple[Any, Any]] = {}
+
+            def restore(self) -> None:
+                """Put back the data of the storages this run wrote that it did not make."""
+                for storage, copy in self.saved.values():
+                    storage.copy_(copy)
+                self.saved.clear()
 
             def stop(self) -> None:
                 self.stopped = True  # kept: host code may catch the exception
@@ -240,7 +258,7 @@ def _write_guard(args: tuple) -> Any:
                 self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
             ) -> Any:
                 kwargs = kwargs or {}
-                if seeded in func.tags:
+                if self.stop_on_random and seeded in func.tags:
                     self.stop()
                 schema = func._schema
                 if schema.is_mutable:
@@ -255,14 +273,42 @@ def _write_guard(args: tuple) -> Any:
                         else:
                             continue
                         for tensor in _tensors_in(written):
-                            if _key_or_none(tensor) in self.protected:
+                            key = _key_or_none(tensor)
+                            if key in self.protected:
                                 self.stop()
-                return func(*args, **kwargs)
+                            if (
+                                key is not None
+                                and key not in self.created | self.saved.keys()
+                                and not isinstance(tensor, FakeTensor)
+                            ):
+                                storage = tensor.untyped_storage()
+                                with unset_fake_temporarily():  # a real copy under FAKE
+                                    self.saved[key] = (storage, storage.clone())
+                result = func(*args, **kwargs)
+                inputs = {_key_or_none(t) for t in _tensors_in(args)}
+                inputs.update(_key_or_none(t) for t in _tensors_in(list(kwargs.values())))
+                for tensor in _tensors_in(result):
+                    key = _key_or_none(tensor)
+                    if key is not None and key not in inputs:
+                        self.created.add(key)
+                return result
 
         _guard_class = _WriteGuard
     protected = {_key_or_none(tensor) for tensor in iter_tensors(args)}
     protected.discard(None)
-    return _guard_class(protected)
+    return _guard_class(protected, stop_on_random)
+
+
+def _without(unset_fake: Callable[[], Any]) -> Callable[[], Any]:
+    """The device call's way out of a FAKE run: fake mode off, and the guard above it off."""
+    from torch.utils._python_dispatch import _pop_mode_temporarily
+
+    @contextlib.contextmanager
+    def modes_off() -> Iterator[None]:
+        with unset_fake(), _pop_mode_temporarily():
+            yield
+
+    return modes_off
 
 
 class _Reached(Exception):
@@ -304,9 +350,9 @@ def run_host_for_trace(
 
         return device_call
 
-    if level == ARGUMENTS:
-        from torch.utils._python_dispatch import _pop_mode_temporarily
+    from torch.utils._python_dispatch import _pop_mode_temporarily
 
+    if level == ARGUMENTS:
         guard = _write_guard(args)
         stand_ins = StandIns(args, ARGUMENTS)
         host = make_host(device_call_in(stand_ins, _pop_mode_temporarily))
@@ -320,6 +366,8 @@ def run_host_for_trace(
             # that caught the guard's exception and went on)
             if not guard.stopped:
                 raise
+        finally:
+            guard.restore()
         if not guard.stopped:
             return ARGUMENTS
         guard = None
@@ -329,13 +377,15 @@ def run_host_for_trace(
         from torch._subclasses.fake_tensor import unset_fake_temporarily
         from torch.utils._python_dispatch import _disable_current_modes
 
+        # fake mode reads the real tensors host code takes from globals, and writes them too:
+        # the guard on top puts their data back
+        guard = _write_guard((), stop_on_random=False)
         try:
             with _disable_current_modes(), torch._C._DisableFuncTorch():
-                # tensors the host code reads from globals become fake as they are used
                 mode = FakeTensorMode(allow_non_fake_inputs=True)
                 stand_ins = StandIns(args, FAKE, mode)
-                host = make_host(device_call_in(stand_ins, unset_fake_temporarily))
-                with mode, enter_mode():
+                host = make_host(device_call_in(stand_ins, _without(unset_fake_temporarily)))
+                with mode, guard, enter_mode():
                     host(*stand_ins.args)
             return FAKE
         except _Reached:
@@ -343,13 +393,21 @@ def run_host_for_trace(
         except Exception:
             if reached:
                 raise
+        finally:
+            guard.restore()
             # the host code reads tensor data, or does what fake tensors cannot: on copies
             # (where an error of the host code itself is raised again, on real data)
     devices = sorted({t.device.index or 0 for t in iter_tensors(args) if t.device.type == "cuda"})
     # random numbers drawn in host code: the caller's generators are left as they were
     with torch.random.fork_rng(devices=devices), torch._C._DisableFuncTorch():
         stand_ins = StandIns(args, COPIES)
-        host = make_host(device_call_in(stand_ins, contextlib.nullcontext))
-        with enter_mode(), contextlib.suppress(_Reached):
-            host(*stand_ins.args)
+        # nothing to stop for (the arguments are copies); tensors that are not arguments, such
+        # as a module's globals, are put back as the ARGUMENTS level puts them back
+        guard = _write_guard((), stop_on_random=False)
+        host = make_host(device_call_in(stand_ins, _pop_mode_temporarily))
+        try:
+            with guard, enter_mode(), contextlib.suppress(_Reached):
+                host(*stand_ins.args)
+        finally:
+            guard.restore()
     return COPIES
