@@ -144,7 +144,7 @@ def test_repro_scalars_that_repr_does_not_write():
     bound = kernel.bind(args)
     script = repro_script(bound, bound.normalize({"block_sizes": [4]}), args)
     compile(script, "<repro>", "exec")
-    assert "table = [float('inf'), float('nan'), True]" in script
+    assert 'table = [float("inf"), float("nan"), True]' in script
 
 
 # ---------------------------------------------------------------------------------------------

@@ -222,8 +222,16 @@ def _has_line(source: str, line: str) -> bool:
     return any(existing.strip() == line for existing in source.splitlines())
 
 
-def literal_source(value: Any) -> str | None:
-    """Python source that evaluates to ``value`` (torch names need ``import torch``), or None."""
+def literal_source(value: Any, leaf: Callable[[Any], str | None] | None = None) -> str | None:
+    """Python source that evaluates to ``value`` (torch names need ``import torch``), or None.
+
+    ``leaf``, where given, is asked first about ``value`` and every item inside it (the repro
+    script writes tensors with it): its text is taken, and None leaves the value to the rules
+    here."""
+    if leaf is not None:
+        text = leaf(value)
+        if text is not None:
+            return text
     if value is None or isinstance(value, (bool, str, bytes)):
         return repr(value)
     if isinstance(value, int):
@@ -234,12 +242,14 @@ def literal_source(value: Any) -> str | None:
         if math.isinf(value):
             return 'float("inf")' if value > 0 else 'float("-inf")'
         return repr(float(value))
+    if isinstance(value, complex):
+        return f"complex({literal_source(value.real)}, {literal_source(value.imag)})"
     if isinstance(value, torch.dtype):
         return str(value)
     if isinstance(value, torch.device):
         return f"torch.device({str(value)!r})"
     if isinstance(value, (list, tuple, set, frozenset)):
-        items = [literal_source(item) for item in value]
+        items = [literal_source(item, leaf) for item in value]
         if any(item is None for item in items):
             return None
         if isinstance(value, list):
@@ -251,7 +261,7 @@ def literal_source(value: Any) -> str | None:
     if type(value) is dict:
         parts = []
         for key, item in value.items():
-            key_text, item_text = literal_source(key), literal_source(item)
+            key_text, item_text = literal_source(key), literal_source(item, leaf)
             if key_text is None or item_text is None:
                 return None
             parts.append(f"{key_text}: {item_text}")

@@ -11,7 +11,6 @@ devices (random values) and calls the kernel. What it cannot recreate is left as
 from __future__ import annotations
 
 import inspect
-import math
 import sys
 import textwrap
 import types
@@ -20,6 +19,8 @@ from typing import Any
 from typing import Callable
 
 import torch
+
+from helion.runtime.output_code import literal_source
 
 if TYPE_CHECKING:
     from helion.runtime.config import Config
@@ -221,55 +222,34 @@ def _type_name(value: object) -> str:
     )
 
 
+class _NoExpression(Exception):
+    """A value inside an argument that the script cannot build."""
+
+
 def _value_expr(value: object) -> str | None:
     """A Python expression building a value like ``value``, or None when there is none."""
+    try:
+        return literal_source(value, leaf=_argument_leaf)
+    except _NoExpression:
+        return None
+
+
+def _argument_leaf(value: object) -> str | None:
     if isinstance(value, torch.Tensor):
-        return _tensor_expr(value)
-    scalar = _scalar_expr(value)
-    if scalar is not None:
-        return scalar
-    if isinstance(value, (list, tuple)):
-        items = [_value_expr(item) for item in value]
-        if any(item is None for item in items):
-            return None
-        if isinstance(value, list):
-            return f"[{', '.join(items)}]"  # type: ignore[arg-type]
-        if type(value) is not tuple:
-            return None  # a named tuple: its class may not be importable
-        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"  # type: ignore[str-bytes-safe]
-    if type(value) is dict:
-        entries = []
-        for key, item in value.items():
-            key_expr, item_expr = _scalar_expr(key), _value_expr(item)
-            if key_expr is None or item_expr is None:
-                return None
-            entries.append(f"{key_expr}: {item_expr}")
-        return "{" + ", ".join(entries) + "}"
+        text = _tensor_expr(value)
+        if text is None:
+            raise _NoExpression
+        return text
+    if isinstance(value, tuple) and type(value) is not tuple:
+        raise _NoExpression  # a named tuple: its class may not be importable
     return None
-
-
-def _float_expr(value: float) -> str:
-    if math.isnan(value):
-        return "float('nan')"
-    if math.isinf(value):
-        return "float('inf')" if value > 0 else "float('-inf')"
-    return repr(value)
 
 
 def _scalar_expr(value: object) -> str | None:
-    if value is None or isinstance(value, (bool, str)):
-        return repr(value)
-    if isinstance(value, int):  # an int subclass (IntEnum, numpy) as its plain value
-        return repr(int(value))
-    if isinstance(value, float):
-        return _float_expr(float(value))
-    if isinstance(value, complex):
-        return f"complex({_float_expr(value.real)}, {_float_expr(value.imag)})"
-    if isinstance(value, torch.dtype):
-        return str(value)  # "torch.float32"
-    if isinstance(value, torch.device):
-        return f"torch.device({str(value)!r})"
-    return None
+    """The source of a number, string, bool, None, dtype or device (None for other values)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, torch.dtype)):
+        return literal_source(value)
+    return literal_source(value) if isinstance(value, torch.device) else None
 
 
 def _tensor_expr(tensor: torch.Tensor) -> str | None:
