@@ -472,16 +472,21 @@ class BaseSearch:
         return default if self.max_generations is None else int(self.max_generations)
 
     # ---------------------------------------------------------------------- configs
+    def with_overrides(self, config: Mapping[str, Any]) -> Config:
+        """``config`` with the forced overrides applied, normalized by the spec (which raises
+        for a config outside the space)."""
+        values = dict(config)
+        values.update(self.config_overrides)
+        candidate = make_config(values)
+        normalized = self.spec.normalize(candidate)
+        return candidate if normalized is None else make_config(normalized)
+
     def prepare(self, config: Mapping[str, Any] | None) -> Config | None:
         """Apply the forced overrides and normalize; ``None`` when the spec rejects the config."""
         if config is None:
             return None
         try:
-            values = dict(config)
-            values.update(self.config_overrides)
-            candidate = make_config(values)
-            normalized = self.spec.normalize(candidate)
-            candidate = candidate if normalized is None else make_config(normalized)
+            candidate = self.with_overrides(config)
         except Exception:
             # InvalidConfig and friends: the candidate simply is not part of the space
             self.invalid_candidates += 1

@@ -77,19 +77,13 @@ class FiniteSearch(BaseSearch):
 
     def _rejection(self, raw: object) -> str:
         """Why ``raw`` (an entry of ``configs``) is not a config of this kernel's space."""
-        from helion.autotuner.search.base import make_config
-
         if not isinstance(raw, Mapping):
             return (
                 f"got {type(raw).__name__} {raw!r:.80}; expected a helion.Config or a dict of "
                 "its entries"
             )
         try:
-            values = dict(raw)
-            values.update(self.config_overrides)
-            candidate = make_config(values)
-            normalized = self.spec.normalize(candidate)
-            candidate = candidate if normalized is None else make_config(normalized)
+            candidate = self.with_overrides(raw)
         except Exception as error:
             reason = " ".join(str(error).split()) or type(error).__name__
             return f"{dict(raw)!r}: {reason}"
