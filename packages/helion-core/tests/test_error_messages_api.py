@@ -564,3 +564,54 @@ def test_invalid_device_for_loop_points_at_the_for_line():
         line="for v in x:",
     )
     assert "got a tensor argument" in str(error)
+
+
+# -- TiledKMatmulAccumulationWarning --------------------------------------------------------------
+
+
+def mm_accumulating_rounded_products(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, k = x.shape
+    out = torch.empty([m, y.size(1)], dtype=torch.float32)
+    for tm, tn in hl.tile([m, y.size(1)]):
+        acc = hl.zeros([tm, tn], dtype=torch.float32)
+        for tk in hl.tile(k):
+            acc += x[tm, tk] @ y[tk, tn]
+        out[tm, tn] = acc
+    return out
+
+
+def mm_with_addmm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, k = x.shape
+    out = torch.empty([m, y.size(1)], dtype=torch.float32)
+    for tm, tn in hl.tile([m, y.size(1)]):
+        acc = hl.zeros([tm, tn], dtype=torch.float32)
+        for tk in hl.tile(k):
+            acc = torch.addmm(acc, x[tm, tk], y[tk, tn])
+        out[tm, tn] = acc
+    return out
+
+
+def test_accumulating_a_16_bit_product_in_a_loop_warns_at_its_line(monkeypatch) -> None:
+    """`acc += a @ b` with float16 a, b rounds each product to float16 first (as torch does):
+    public Helion's TiledKMatmulAccumulationWarning, at the line; addmm does not warn, nor does
+    the same pattern in float32, and ignore_warnings silences it."""
+    import warnings
+
+    monkeypatch.delenv("HELION_IGNORE_WARNINGS", raising=False)
+    x, y = torch.randn(37, 48).half(), torch.randn(48, 19).half()
+
+    def caught(fn, *args, **settings):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            helion.kernel(fn, backend="ref", autotune_effort="none", **settings).bind(args)
+        return [w for w in seen if issubclass(w.category, exc.TiledKMatmulAccumulationWarning)]
+
+    [warning] = caught(mm_accumulating_rounded_products, x, y)
+    assert "rounded to torch.float16" in str(warning.message)
+    assert "torch.addmm" in str(warning.message)
+    line = mm_accumulating_rounded_products.__code__.co_firstlineno + 6
+    assert warning.lineno == line
+    assert caught(mm_with_addmm, x, y) == []
+    assert caught(mm_accumulating_rounded_products, x.float(), y.float()) == []
+    ignored = [exc.TiledKMatmulAccumulationWarning]
+    assert caught(mm_accumulating_rounded_products, x, y, ignore_warnings=ignored) == []

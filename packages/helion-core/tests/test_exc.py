@@ -356,7 +356,7 @@ def test_warn_with_location_points_at_user_line(monkeypatch: pytest.MonkeyPatch)
     loc = exc.SourceLocation("user_kernel.py", 42, 0, source_line="acc += a @ b")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        exc.warn(exc.TiledKMatmulAccumulationWarning("a @ b", loc=loc))
+        exc.warn(exc.TiledKMatmulAccumulationWarning("torch.float16", "torch.float32", loc=loc))
     assert len(caught) == 1
     assert caught[0].filename == "user_kernel.py" and caught[0].lineno == 42
     assert "torch.addmm" in str(caught[0].message)

@@ -1356,9 +1356,10 @@ class BlockSizeIgnoredInInterpretMode(BaseWarning):
 
 class TiledKMatmulAccumulationWarning(BaseWarning):
     message = (
-        "Detected `acc += {0}` accumulation of a matmul inside a tiled reduction loop; this "
-        "rounds the product to the output dtype every iteration."
+        "Detected `acc += a @ b` (or `acc = acc + torch.mm(a, b)`) in a loop: the product is "
+        "rounded to {0} before it is added to the {1} accumulator, every iteration."
     )
+    defaults = ("its own dtype", "wider")
     hint = "Write `acc = torch.addmm(acc, a, b)` or `acc = hl.dot(a, b, acc=acc)` instead."
 
 

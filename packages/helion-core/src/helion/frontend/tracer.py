@@ -131,6 +131,9 @@ class Tracer(X16LoadEntryPoints):
         self.device = device
         self.blocks: list[Block] = [self.ir.body]
         self.loop_depth = 0
+        self.settings: Any = None  # the kernel's Settings (its ignore_warnings), where known
+        # the ids of the values loops carry (an accumulator `acc` as its loop body sees it)
+        self.carried_ids: set[int] = set()
         self.rdims_by_size: dict[int, int] = {}
         self.rdim_extents: dict[sympy.Symbol, int] = {}  # see ops.dim_extents
         self.inputs: list[HostInput] = []
@@ -758,6 +761,7 @@ class Tracer(X16LoadEntryPoints):
                     "only device tensors and numbers can be carried by a loop", loc=loop_info.loc
                 )
         inner_carried = [Value(v.type, v.name_hint) for v in carried_values]
+        self.carried_ids.update(v.id for v in inner_carried)
         body = Block(tiles + inner_carried)
         self.blocks.append(body)
         self.loop_depth += 1

@@ -1157,6 +1157,7 @@ class BoundKernel:
             lambda line, col, end: ast_rewrite.source_location(src, line, col, end),
             index_dtype=self.settings.index_dtype,
         )
+        tracer.settings = self.settings
         device_fn = ast_rewrite.make_device_function(
             self.split, self._device_factory, _device_builtins()
         )

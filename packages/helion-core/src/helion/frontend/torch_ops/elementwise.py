@@ -254,9 +254,33 @@ def _binary_with_alpha(op_name: str, name: str) -> Handler:
         refuse_out(tracer, name, out)
         if alpha is not None:
             b = call(tracer, torch.mul, b, alpha)
+        if op_name == "add":
+            _warn_rounded_product_accumulation(tracer, a, b)
         return emit_binary(tracer, op_name, a, b)
 
     return handler
+
+
+def _warn_rounded_product_accumulation(tracer: Any, a: Any, b: Any) -> None:
+    """`acc += x @ y` (or `acc = acc + torch.mm(x, y)`) in a loop, with a product narrower than
+    the accumulator: torch rounds the product to its 16-bit (or fp8) dtype before the add,
+    every iteration, where `torch.addmm(acc, x, y)` / `hl.dot(x, y, acc=acc)` accumulate at
+    the accumulator's precision. Warned as public Helion warns (TiledKMatmulAccumulationWarning)."""
+    for acc, product in ((a, b), (b, a)):
+        if not isinstance(acc, DeviceValue) or not isinstance(product, DeviceValue):
+            continue
+        producer = product.value.producer
+        if (
+            acc.value.id in tracer.carried_ids
+            and producer is not None
+            and producer.op is ops.dot
+            and product.dtype.itemsize < acc.dtype.itemsize
+        ):
+            warning = exc.TiledKMatmulAccumulationWarning(
+                str(product.dtype), str(acc.dtype), loc=tracer.current_loc()
+            )
+            exc.warn(warning, tracer.settings)
+            return
 
 
 _BINARY_FUNCS = {
