@@ -133,3 +133,30 @@ def test_eager_atomics_into_host_tensors_still_run() -> None:
     total = torch.zeros(37)
     got = _kernel(atomic_into_argument, "eager")(x, total)
     torch.testing.assert_close(got, x.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def add_one(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t] + 1
+    return out
+
+
+def test_eager_mode_warns_that_the_configs_block_sizes_are_ignored(monkeypatch) -> None:
+    """Public Helion's BlockSizeIgnoredInInterpretMode: eager mode runs a tunable tile loop as
+    one tile whatever the config says; the result is the same."""
+    import warnings
+
+    monkeypatch.delenv("HELION_IGNORE_WARNINGS", raising=False)
+    x = torch.randn(29)
+    config = helion.Config(block_sizes=[4])
+    kernel = helion.kernel(add_one, ref_mode=helion.RefMode.EAGER, config=config)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.testing.assert_close(kernel(x), x + 1)
+    [warning] = [w for w in seen if issubclass(w.category, exc.BlockSizeIgnoredInInterpretMode)]
+    assert "[4]" in str(warning.message)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        helion.kernel(add_one, ref_mode=helion.RefMode.EAGER)(x)  # no config: no warning
+    assert not [w for w in seen if issubclass(w.category, exc.BlockSizeIgnoredInInterpretMode)]

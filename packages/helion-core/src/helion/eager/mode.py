@@ -492,6 +492,7 @@ class EagerMode(X16LoadEntryPoints):
         # (shape, strides) -> whether the elements of a tensor of that layout overlap in memory
         self.overlaps: dict[tuple[tuple[int, ...], tuple[int, ...]], bool | None] = {}
         self.tunables: dict[str, Any] = {}  # hl.register_tunable's names this run
+        self.warned_block_sizes = False
         # storage address -> a tensor made in device code there (atomics refuse such targets)
         self.device_made: weakref.WeakValueDictionary[int, torch.Tensor] = (
             weakref.WeakValueDictionary()
@@ -566,6 +567,15 @@ class EagerMode(X16LoadEntryPoints):
         end_ints = [_int(e, "a loop bound") for e in ends]
         return multi, begin_ints, end_ints
 
+    def _warn_config_block_sizes(self) -> None:
+        """Public Helion's BlockSizeIgnoredInInterpretMode, once a run: the kernel's config
+        gives block sizes, and eager mode runs each tunable tile loop as one tile."""
+        sizes = self.config.get("block_sizes") if self.config is not None else None
+        if sizes and not self.warned_block_sizes:
+            self.warned_block_sizes = True
+            settings = getattr(self.kernel, "settings", None)
+            exc.warn(exc.BlockSizeIgnoredInInterpretMode(list(sizes)), settings, stacklevel=4)
+
     def hl_tile(
         self, begin_or_end: Any, end_or_none: Any = None, *, block_size: Any = None
     ) -> Iterator[Any]:
@@ -586,6 +596,7 @@ class EagerMode(X16LoadEntryPoints):
             if size is None:
                 # an autotuned block size: one tile spans the range
                 steps.append(max(end - begin, 1))
+                self._warn_config_block_sizes()
             else:
                 step = _int(size, "block_size")
                 if step <= 0:
