@@ -90,3 +90,47 @@ def test_function_argument_key_is_stable_across_processes(tmp_path):
     # a different captured constant (directly, or inside a captured closure) or a different
     # captured function is a different kernel
     assert len({entry["key"] for entry in first.values()}) == len(first)
+
+
+_MODULE = """
+import torch
+import helion.language as hl
+
+SCALE = {scale}
+
+
+def helper(v):
+    return {helper}
+
+
+def scaled(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = helper(x[tile]) * SCALE
+    return out
+"""
+
+
+def _source_hash(tmp_path: Path, name: str, scale: str, helper: str) -> str:
+    import importlib.util
+
+    import torch
+
+    import helion
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(_MODULE.format(scale=scale, helper=helper))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = helion.kernel(module.scaled, backend="ref", autotune_effort="none")
+    return kernel.bind((torch.randn(13),)).cache_key()["source_hash"]
+
+
+def test_the_key_follows_the_helpers_and_constants_the_kernel_reads(tmp_path: Path) -> None:
+    """A module-level constant or a helper function the kernel calls changes the generated code
+    as its own text does: the key changes with them (it hashed only the kernel's text)."""
+    base = _source_hash(tmp_path, "k_base", "2.0", "v + 1")
+    assert _source_hash(tmp_path, "k_same", "2.0", "v + 1") == base
+    assert _source_hash(tmp_path, "k_scale", "3.0", "v + 1") != base
+    assert _source_hash(tmp_path, "k_helper", "2.0", "torch.sin(v)") != base

@@ -1294,7 +1294,11 @@ class BoundKernel:
         return [self.normalize(s) for s in seeds]
 
     def cache_key(self) -> dict[str, str]:
-        source_hash = hashlib.sha256(self.kernel.kernel_source().encode()).hexdigest()
+        from helion.runtime.code_deps import dependency_text
+
+        # the kernel's text, and the helpers and constants of its module it reads
+        source = self.kernel.kernel_source() + "\n" + dependency_text(self.kernel.fn)
+        source_hash = hashlib.sha256(source.encode()).hexdigest()
         device_name = str(self.device)
         if self.device.type == "cuda":
             device_name = torch.cuda.get_device_name(self.device)

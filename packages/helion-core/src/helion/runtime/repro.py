@@ -20,6 +20,7 @@ from typing import Callable
 
 import torch
 
+from helion.runtime.code_deps import referenced_names
 from helion.runtime.output_code import literal_source
 
 if TYPE_CHECKING:
@@ -99,17 +100,6 @@ def _function_source(bound: BoundKernel) -> str:
     return textwrap.dedent("".join(src.lines[start:]))
 
 
-def _referenced_names(code: types.CodeType) -> list[str]:
-    names: list[str] = []
-    for name in (*code.co_names, *code.co_freevars):
-        if name not in names:
-            names.append(name)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names += [n for n in _referenced_names(const) if n not in names]
-    return names
-
-
 def _namespace(fn: Callable[..., Any]) -> dict[str, Any]:
     """The globals of ``fn`` with the values of its closure cells on top."""
     namespace = dict(getattr(fn, "__globals__", {}))
@@ -135,7 +125,7 @@ def _context_lines(fn: Callable[..., Any]) -> list[str]:
     while queue:
         current, home = queue.pop(0)
         namespace = _namespace(current)
-        for name in _referenced_names(current.__code__):
+        for name in referenced_names(current.__code__):
             if name in done or name not in namespace:
                 continue  # a builtin, an attribute name, or already written
             done.add(name)

@@ -1,0 +1,63 @@
+"""What a kernel's code refers to beyond its own text: the names its code objects read, and a
+fingerprint of the module-level helpers and constants among them.
+
+The autotune cache keys an entry by the kernel's source; a helper function it calls or a
+module-level constant it reads can change the generated code as much (`helper(v) * SCALE`), so
+`dependency_text` joins their sources and values to the key. Tensors, modules and classes are
+left out (tensors are data, not code; modules and classes are versioned by the packages that
+define them).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+from typing import Callable
+
+import torch
+
+
+def referenced_names(code: types.CodeType) -> list[str]:
+    """The global and free names ``code`` and the code objects nested in it read, in order."""
+    names: list[str] = []
+    for name in (*code.co_names, *code.co_freevars):
+        if name not in names:
+            names.append(name)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += [n for n in referenced_names(const) if n not in names]
+    return names
+
+
+_CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), torch.dtype)
+
+
+def dependency_text(fn: Callable[..., Any]) -> str:
+    """The sources of the plain functions of ``fn``'s own module that it calls (transitively),
+    and the values of the constants (numbers, strings, dtypes) they read, one per line."""
+    home = getattr(fn, "__module__", None)
+    lines: list[str] = []
+    seen: set[int] = {id(fn)}
+    queue: list[Callable[..., Any]] = [fn]
+    while queue:
+        current = queue.pop(0)
+        namespace = getattr(current, "__globals__", {})
+        for name in referenced_names(current.__code__):
+            if name not in namespace:
+                continue  # a builtin or an attribute name
+            value = namespace[name]
+            if isinstance(value, _CONSTANT_TYPES):
+                lines.append(f"{name} = {value!r}")
+            elif (
+                isinstance(value, types.FunctionType)
+                and value.__module__ == home
+                and id(value) not in seen
+            ):
+                seen.add(id(value))
+                try:
+                    lines.append(inspect.getsource(value))
+                except (OSError, TypeError):
+                    lines.append(f"{name}: {value.__code__.co_code.hex()}")
+                queue.append(value)
+    return "\n".join(lines)
