@@ -173,6 +173,29 @@ def test_stale_key_parts_and_old_versions_are_ignored_with_a_warning() -> None:
         assert entry.get() is None
 
 
+def test_a_newer_formats_entry_is_a_quiet_miss_and_is_not_overwritten() -> None:
+    """A shared cache used by a newer Helion too: its entries are misses here, without a
+    corrupt-entry warning, and tuning here does not replace them. A `version` of `true` or
+    `1.0` is no format (`True == 1` let it pass)."""
+    import warnings
+
+    entry = cache_module.AutotuneCache(FakeBound(make_settings()))
+    entry.put(Config(block_sizes=[32], num_warps=4))
+    data = json.loads(entry.path.read_text())
+    data["version"] = cache_module.ENTRY_VERSION + 1
+    entry.path.write_text(json.dumps(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert entry.get() is None
+    assert entry.put(Config(block_sizes=[16], num_warps=4)) is None
+    assert json.loads(entry.path.read_text()) == data
+    for version in (True, 1.0):
+        data["version"] = version
+        entry.path.write_text(json.dumps(data))
+        with pytest.warns(exc.CacheCorrupt, match="another cache format"):
+            assert entry.get() is None
+
+
 def test_config_outside_the_space_is_stale() -> None:
     bound = FakeBound(make_settings())
     entry = cache_module.AutotuneCache(bound)

@@ -167,7 +167,9 @@ def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
     except ImportError:
         filelock = None  # type: ignore[assignment]
     if filelock is not None:
-        lock = filelock.FileLock(str(path))
+        # readable and writable by every user the umask allows, as entries are (`_file_mode`):
+        # in a cache shared by a team, another user must be able to take the lock after us
+        lock = filelock.FileLock(str(path), mode=_file_mode())
         try:
             lock.acquire(timeout=-1 if blocking else 0)
         except filelock.Timeout:
@@ -236,6 +238,11 @@ class CacheEntryError(Exception):
     """Why an entry cannot be used (turned into a CacheCorrupt warning)."""
 
 
+class NewerCacheEntry(CacheEntryError):
+    """An entry a newer Helion wrote (a shared cache): a miss, neither warned about nor
+    overwritten."""
+
+
 def read_entry(path: Path) -> dict[str, Any]:
     """Parse and structurally check one entry file; raises CacheEntryError."""
     try:
@@ -255,8 +262,11 @@ def read_entry(path: Path) -> dict[str, Any]:
         raise CacheEntryError("not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise CacheEntryError("not a JSON object")
-    if data.get("version") != ENTRY_VERSION:
-        raise CacheEntryError(f"written by another cache format (version {data.get('version')!r})")
+    version = data.get("version")
+    if type(version) is int and version > ENTRY_VERSION:
+        raise NewerCacheEntry(f"written by a newer cache format (version {version})")
+    if type(version) is not int or version != ENTRY_VERSION:  # `True == 1`, `1.0 == 1`
+        raise CacheEntryError(f"written by another cache format (version {version!r})")
     for name, kind in (("key", str), ("key_parts", dict), ("config", dict)):
         if not isinstance(data.get(name), kind):
             raise CacheEntryError(f"field {name!r} missing or not a {kind.__name__}")
@@ -349,6 +359,8 @@ class AutotuneCache:
                 )
                 raise CacheEntryError(f"stale: key parts differ ({', '.join(changed) or 'key'})")
             return self._config_from(data["config"])
+        except NewerCacheEntry:
+            return None  # a newer Helion's entry: a miss here, and left as it is (see put)
         except CacheEntryError as error:
             self._warn(str(error))
             return None
@@ -389,8 +401,19 @@ class AutotuneCache:
         }
         entry.update({k: v for k, v in details.items() if _json_ok(v)})
         with file_lock(self.lock_path):
+            if self._holds_newer_entry():
+                return None  # a shared cache: the newer Helion's entry stays
             write_json_atomic(self.path, entry)
         return self.path
+
+    def _holds_newer_entry(self) -> bool:
+        try:
+            read_entry(self.path)
+        except NewerCacheEntry:
+            return True
+        except (CacheEntryError, OSError):
+            return False
+        return False
 
     @contextlib.contextmanager
     def tuning_lock(self, on_wait: Any = None) -> Iterator[None]:

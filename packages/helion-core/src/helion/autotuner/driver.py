@@ -623,8 +623,9 @@ def _open_cache(
 
 def _warn_cache_unusable(log: AutotuneLog, name: str, cache: AutotuneCache, error: OSError) -> None:
     log.warning(
-        "%s: the autotune cache directory %s cannot be used (%s); tuning without the cache "
-        "(check HELION_CACHE_DIR)",
+        "%s: the autotune cache directory %s cannot be used (%s); tuning without the cache (check "
+        "HELION_CACHE_DIR, and who owns the file named: another user's lock file in a shared "
+        "cache is one cause)",
         name,
         cache.directory,
         error,
