@@ -292,3 +292,26 @@ def test_unknown_options_are_refused_even_on_a_cache_hit(private_cache: Path) ->
     with pytest.raises(exc.InvalidSetting, match="copies"):
         kernel.autotune((x, x), search="random", copies=2)
     assert kernel.autotune((x, x), search="pattern", copies=2, max_evaluations=2)
+
+
+# ============================================================================ best of k
+def test_best_of_k_searches_share_the_budget(private_cache: Path) -> None:
+    """autotune_best_of_k=3 with a 6 s budget: the three searches get the budget between them
+    (each got the whole of it: 11 s for a 4 s budget), the first about a third of it."""
+    from helion.autotuner.search import RandomSearch
+
+    budgets: list[tuple[float, float]] = []  # (when the search started, its budget)
+
+    class Recording(RandomSearch):
+        def run(self):  # type: ignore[no-untyped-def]
+            budgets.append((time.perf_counter(), self.budget_seconds))
+            return super().run()
+
+    kernel = quiet_kernel(add, autotune_best_of_k=3, autotune_precompile=None)
+    x = torch.randn(67)
+    kernel.autotune((x, x), search=Recording, budget_seconds=6.0, max_evaluations=4, force=True)
+    assert len(budgets) == 3
+    first_start, first_budget = budgets[0]
+    assert 1.0 < first_budget <= 2.0 + 1e-9
+    for start, budget in budgets:  # no search may run past the one budget (timed from the
+        assert (start - first_start) + budget <= 6.0 + 0.05  # search's start, not the bind)

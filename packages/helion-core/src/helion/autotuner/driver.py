@@ -376,6 +376,12 @@ def _tune(
             **options,
         }
         for attempt in range(repeats):
+            if budget is not None:
+                # autotune_best_of_k searches share the one wall-clock budget evenly
+                left = float(budget) - (time.perf_counter() - progress.start)
+                if left <= 0 and best is not None:
+                    break
+                search_options["budget_seconds"] = max(left, 1e-3) / (repeats - attempt)
             searcher = search_cls(
                 space,
                 harness,
