@@ -1162,6 +1162,7 @@ class BoundKernel:
             self.split, self._device_factory, _device_builtins()
         )
         ir = tracer.trace(device_fn, self.split.device_inputs, values, self._runtime_scalars)
+        ir.baked_globals = self._baked_globals()
         ir.host_tunables = dict(self._user_tunables)
         ir.settings = self.settings
         full_values = _with_lifted(values, ir.lifted)
@@ -1180,6 +1181,16 @@ class BoundKernel:
         check_core(self.backend, ir)  # what holds for every backend, then the backend's own
         self.backend.check(ir)
         return ir
+
+    def _baked_globals(self) -> tuple[tuple[dict[str, Any], str, Any], ...]:
+        """The module-level values the device code (and its module's helpers) read that a
+        trace bakes in (`helion.runtime.code_deps.baked_globals`): a flag, a string, a dtype, a
+        helper function. Rebinding one makes the traces that read it stale."""
+        from helion.runtime.code_deps import baked_globals
+
+        split = self.split
+        runtime = {*split.device_inputs, *split.host_assigned}
+        return baked_globals(split.source.fn, ast_rewrite.loaded_names(split.device_stmts), runtime)
 
     def _derive_spec(self, ir: KernelIR) -> Any:
         from helion.passes.config_spec import derive_config_spec
@@ -1466,7 +1477,7 @@ class BoundKernel:
         if self.settings.print_output_code and getattr(compiled, "source", None):
             print(compiled.source, file=sys.stderr)
         tensor_guards, constant_guards = ir.guards
-        variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards, watched_names(ir))
+        variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards, _name_guards(ir))
         variant.specialize_guards(full_values, args, self.settings.static_shapes)
         variants.append(variant)
         return variant
@@ -1756,8 +1767,14 @@ def _loop_shape(ir: KernelIR) -> tuple:
 
 def _guards_match(ir: KernelIR, values: Sequence[Any]) -> bool:
     tensor_guards, constant_guards = ir.guards
-    trace = _CompiledTrace(ir, None, tensor_guards, constant_guards, watched_names(ir))
+    trace = _CompiledTrace(ir, None, tensor_guards, constant_guards, _name_guards(ir))
     return trace.matches(values)
+
+
+def _name_guards(ir: KernelIR) -> tuple[tuple[dict[str, Any], str, Any], ...]:
+    """What a trace read by name and must see again to be reused: the names `hl.triton_kernel`
+    calls resolved (`watched_names`) and the globals it baked in (`BoundKernel._baked_globals`)."""
+    return watched_names(ir) + getattr(ir, "baked_globals", ())
 
 
 @functools.lru_cache(maxsize=1)
