@@ -86,14 +86,18 @@ def emit_dot(
         for info in tracer.ir.block_sizes:
             if info.symbol == va.shape[-1]:
                 info.min_size = max(info.min_size, 32)
+    if acc_value is not None:
+        # checked before the dot is emitted: a refused accumulator leaves no node behind
+        # (`_addmm_like` catches the error and adds a broadcast bias instead)
+        batch = ops.broadcast_shapes(va.shape[:-2], vb.shape[:-2])
+        product_shape = (*batch, va.shape[-2], vb.shape[-1])
+        if not ops.shapes_equal(product_shape, acc_value.shape):
+            raise exc.ShapeMismatch(
+                f"accumulator shape {list(acc_value.shape)} != product shape {list(product_shape)}",
+                loc=tracer.current_loc(),
+            )
     node = tracer.emit(ops.dot, [va, vb, acc_value], {"out_dtype": result_dtype})
-    result = node.output
-    if acc_value is not None and not ops.shapes_equal(result.shape, acc_value.shape):
-        raise exc.ShapeMismatch(
-            f"accumulator shape {list(acc_value.shape)} != product shape {list(result.shape)}",
-            loc=tracer.current_loc(),
-        )
-    return DeviceValue(tracer, result)
+    return DeviceValue(tracer, node.output)
 
 
 @register(torch.mm, torch.matmul, *tensor_methods("mm", "matmul", "__matmul__"))
