@@ -345,3 +345,25 @@ def test_a_global_tensor_written_by_host_code_changes_once_per_call(fn, level) -
     assert CALLS_SEEN.item() == 1
     kernel(x)
     assert CALLS_SEEN.item() == 2
+
+
+def halve_by_data(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    q = a // b  # host code computing on the arguments' data
+    out = torch.empty_like(q)
+    for tile in hl.tile(q.size(0)):
+        out[tile] = q[tile] + 1
+    return out
+
+
+def test_compile_config_after_the_bound_arguments_were_freed() -> None:
+    """The bound kernel holds its first arguments weakly; zeros stand in for freed ones, on which
+    host code reading data fails (ZeroDivisionError). Binding again with live arguments makes
+    compile_config trace from them; without them the error says what happened."""
+    kernel = helion.kernel(halve_by_data, backend="ref", autotune_effort="none")
+    a, b = torch.arange(1, 12), torch.full((11,), 2)
+    bound = kernel.bind((a.clone(), b.clone()))  # these clones are freed at once
+    first, second = helion.Config(block_sizes=[4]), helion.Config(block_sizes=[8])
+    with pytest.raises(helion.exc.InvalidAPIUsage, match="were freed since"):
+        bound.compile_config(first)
+    assert kernel.bind((a, b)) is bound
+    torch.testing.assert_close(bound.compile_config(second)(a, b), a // b + 1)

@@ -201,6 +201,8 @@ class Kernel:
                 if bound is None:
                     bound = BoundKernel(self, args)
                     self._bound[key] = bound
+                    return bound
+        bound._trace_args.refresh(args)
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -1338,7 +1340,21 @@ class BoundKernel:
         with self._lock:
             self._drop_stale_variants(config)
         if not self._variants.get(config):
-            self._trace_for_config(config, self._trace_args.resolve())
+            freed = self._trace_args.freed()
+            try:
+                self._trace_for_config(config, self._trace_args.resolve())
+            except Exception as error:
+                if not freed or isinstance(error, exc.BaseError):
+                    raise
+                # host code that reads tensor data, run on the zeros standing in for freed ones
+                raise exc.InvalidAPIUsage(
+                    f"compile_config of kernel {self.kernel.name!r} traces its host code with "
+                    "the arguments the kernel was bound with, which were freed since (zeros stood "
+                    f"in for them, and the host code failed on them: {type(error).__name__}: "
+                    f"{error})",
+                    hint="Keep the arguments alive until the configs are compiled, or bind the "
+                    "kernel again with live ones (kernel.bind(args)) first.",
+                ) from error
         return CompiledConfig(self, config)
 
     def to_code(
@@ -1680,6 +1696,16 @@ class _TraceArguments:
         self._first = [_hold_weakly(arg) for arg in args]
         self._in_use: tuple | None = None
 
+    def freed(self) -> bool:
+        """Whether a tensor of the held arguments was freed (stood in for by zeros)."""
+        return any(_is_freed(held) for held in self._first)
+
+    def refresh(self, args: Sequence[Any]) -> None:
+        """Hold ``args`` (of this bound kernel's key: `Kernel.bind`) instead, where a held
+        tensor was freed: a later `compile_config` then traces from live tensors."""
+        if self.freed():
+            self._first = [_hold_weakly(arg) for arg in args]
+
     @contextlib.contextmanager
     def using(self, args: Sequence[Any]) -> Iterator[None]:
         previous, self._in_use = self._in_use, tuple(args)
@@ -1711,6 +1737,14 @@ def _hold_weakly(arg: Any) -> Any:
     if type(arg) in (list, tuple):
         return type(arg)(_hold_weakly(item) for item in arg)
     return arg
+
+
+def _is_freed(held: Any) -> bool:
+    if isinstance(held, _WeakTensor):
+        return held.ref() is None
+    if type(held) in (list, tuple):
+        return any(_is_freed(item) for item in held)
+    return False
 
 
 def _resolve_held(held: Any) -> Any:
