@@ -406,10 +406,25 @@ def _operator_rule(symbol: str) -> Rule:
             compute = torch.float32
         a, b = _binary_operands(ctx, node, compute)
         if dtype == torch.bool and symbol in ("+", "*"):
-            return _typed(ctx, node, f"({a} {'|' if symbol == '+' else '&'} {b})")
+            return _typed(ctx, node, _bool_bitwise(ctx, node, a, "|" if symbol == "+" else "&", b))
+        if dtype == torch.bool and symbol in ("&", "|", "^"):
+            return _typed(ctx, node, _bool_bitwise(ctx, node, a, symbol, b))
         return _typed(ctx, node, ctx.cast(f"({a} {symbol} {b})", dtype, compute))
 
     return rule
+
+
+def _bool_bitwise(ctx: Any, node: Node, a: str, symbol: str, b: str) -> str:
+    """``a & b`` (``|``, ``^``) of bools. The interpreter holds a 0-D comparison's result in a
+    form NumPy's bitwise ufuncs refuse beside a bool tensor (`(x > 0) & (x.sum() > 0)`), so
+    there the operands go through int8; compiled code keeps the i1 op."""
+    if not ctx.target.interpret or _all_constant(node):
+        return f"({a} {symbol} {b})"
+    a, b = (
+        f"({text}).to(tl.int8)" if isinstance(operand, Value) else str(int(bool(operand)))
+        for text, operand in zip((a, b), node.inputs[:2], strict=True)
+    )
+    return f"(({a} {symbol} {b}) != 0)"
 
 
 for _name, _symbol in _OPERATORS.items():
@@ -445,7 +460,7 @@ for _name, _symbol in _COMPARISONS.items():
 def _logical_rule(symbol: str) -> Rule:
     def rule(ctx: Any, node: Node) -> str:
         a, b = _binary_operands(ctx, node, torch.bool)
-        return _typed(ctx, node, f"({a} {symbol} {b})")
+        return _typed(ctx, node, _bool_bitwise(ctx, node, a, symbol, b))
 
     return rule
 
