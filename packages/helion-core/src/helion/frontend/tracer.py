@@ -1040,6 +1040,13 @@ class Tracer(X16LoadEntryPoints):
                     )
                 if item.dtype.is_floating_point:
                     raise exc.InvalidIndexingType("a floating-point tensor", loc=self.current_loc())
+                if (
+                    item.ndim == 0
+                    and item.dtype.is_signed
+                    and isinstance(size, int)
+                    and not _from_loop_positions(item.value)
+                ):
+                    item = self._from_the_end(item, size)
                 inputs.append(item.value)
                 if item.ndim == 0:
                     items.append(("scalar", len(inputs) - 1))
@@ -1059,6 +1066,15 @@ class Tracer(X16LoadEntryPoints):
                 raise exc.ShapeMismatch(str(error), loc=self.current_loc()) from None
             shape[tensor_position : tensor_position + 1] = list(broadcast)
         return items, inputs, tuple(shape)
+
+    def _from_the_end(self, index: DeviceValue, size: int) -> DeviceValue:
+        """A 0-D integer index known only on the device (`x[t, k]` for an argument `k`): a
+        negative one counts from the end, as in torch and as a literal does here (it read
+        before the tensor). Out of range it stays as it is, for the ref backend's bounds check
+        (compiled backends do not check indices, as for index tensors)."""
+        negative = self.call_torch(torch.lt, (index, 0), {})
+        shifted = self.call_torch(torch.add, (index, size), {})
+        return self.call_torch(torch.where, (negative, shifted, index), {})
 
     def load(
         self, tensor: Any, index: Any, extra_mask: Any, eviction_policy: str | None
@@ -1613,3 +1629,18 @@ def _index_type_error(item: Any, loc: exc.SourceLocation | None) -> exc.BaseErro
         )
         return exc.OverpackedTile(f"a {type(item).__name__} {text}", loc=loc)
     return exc.InvalidIndexingType(type(item).__name__, loc=loc)
+
+
+_TILE_ATTR_OPS = frozenset(ops.TILE_ATTRS.values())
+
+
+def _from_loop_positions(value: Value, depth: int = 8) -> bool:
+    """Whether ``value`` is computed (within a few ops) from a loop's positions (`i` of
+    `hl.grid`, `tile.begin`): such an index is not counted from the end (it is not negative
+    where it is in bounds, and the bind-time bounds check reads it as it is)."""
+    producer = value.producer
+    if producer is None or depth == 0:
+        return False
+    if producer.op in _TILE_ATTR_OPS:
+        return True
+    return any(isinstance(v, Value) and _from_loop_positions(v, depth - 1) for v in producer.inputs)
