@@ -49,6 +49,7 @@ from helion.frontend.torch_table import INPLACE_METHOD_HINT
 from helion.frontend.torch_table import REFUSED_INPLACE_METHODS
 from helion.frontend.torch_table import torch_name
 from helion.ir.core import index_dtype_for
+from helion.ir.core import index_extent
 from helion.language import ConstExpr
 from helion.language._x16 import X16LoadEntryPoints
 from helion.passes.write_overlap import internal_overlap
@@ -477,7 +478,7 @@ class EagerMode(X16LoadEntryPoints):
         self.kernel = kernel
         tensors = list(iter_tensors(args))
         self.device = find_device(args) or torch.device("cpu")
-        numel = max((t.numel() for t in tensors), default=0)
+        numel = max((index_extent(t) for t in tensors), default=0)
         requested = getattr(getattr(kernel, "settings", None), "index_dtype", None)
         self.index_dtype = index_dtype_for(requested, numel)
         self.depth = 0  # how many hl.tile / hl.grid loops are running around the current code

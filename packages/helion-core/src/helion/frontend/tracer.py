@@ -44,6 +44,7 @@ from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
 from helion.ir.core import index_dtype_for
+from helion.ir.core import index_extent
 from helion.language import ConstExpr
 from helion.language import _ops as ops
 from helion.language._context import active_mode
@@ -174,7 +175,7 @@ class Tracer(X16LoadEntryPoints):
                 self.ir.structure_guards.append((position, container_structure(inp.value)))
                 runtime = inp.name in runtime_scalars
                 proxies[position] = self._enter_leaf(position, (), inp.name, inp.value, runtime)
-        numel = max((t.numel() for t in iter_tensors(values)), default=0)
+        numel = max((index_extent(t) for t in iter_tensors(values)), default=0)
         self.ir.index_dtype = index_dtype_for(self.requested_index_dtype, numel)
         with (
             active_mode(self),

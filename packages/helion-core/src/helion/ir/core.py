@@ -280,6 +280,17 @@ class KernelIR:
 _INT32_MAX = 2**31 - 1
 
 
+def index_extent(tensor: torch.Tensor) -> int:
+    """How far from its first element an access of ``tensor`` reaches: one past its largest
+    element offset (its numel when it is contiguous; more for a strided view of a larger
+    buffer, whose offsets are what the index arithmetic computes)."""
+    if tensor.numel() == 0:
+        return 0
+    pairs = zip(tensor.shape, tensor.stride(), strict=True)
+    reach = sum((size - 1) * abs(stride) for size, stride in pairs)
+    return max(reach + 1, tensor.numel())
+
+
 def index_dtype_for(requested: torch.dtype | None, numel: int) -> torch.dtype:
     """The dtype of a kernel's index arithmetic (``Settings.index_dtype``): ``requested``, or
     when it is None int32 unless a tensor of ``numel`` elements needs int64. An int32 request
