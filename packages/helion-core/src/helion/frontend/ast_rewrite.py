@@ -286,6 +286,37 @@ def scope_bound_names(stmts: list[ast.stmt], defined: set[str]) -> list[str]:
     return found
 
 
+# in-place tensor methods that change a tensor's shape or strides, not its data
+_METADATA_METHODS = frozenset(
+    {
+        "t_",
+        "transpose_",
+        "swapdims_",
+        "swapaxes_",
+        "squeeze_",
+        "unsqueeze_",
+        "resize_",
+        "resize_as_",
+        "as_strided_",
+        "set_",
+    }
+)
+
+
+def changes_tensor_metadata(split: SplitKernel) -> bool:
+    """Whether the host code before the device loops may change a tensor's shape or strides in
+    place (`x.t_()`): an argument then no longer has the layout its specialization key was
+    taken with, and the guards must compare its layout at each call."""
+    for node in ast.walk(ast.Module(body=split.host_before, type_ignores=[])):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _METADATA_METHODS
+        ):
+            return True
+    return False
+
+
 def loaded_names(nodes: list[ast.AST] | ast.AST) -> list[str]:
     found: list[str] = []
     roots = nodes if isinstance(nodes, list) else [nodes]

@@ -1494,7 +1494,11 @@ class BoundKernel:
             print(compiled.source, file=sys.stderr)
         tensor_guards, constant_guards = ir.guards
         variant = _CompiledTrace(ir, compiled, tensor_guards, constant_guards, _name_guards(ir))
-        variant.specialize_guards(full_values, args, self.settings.static_shapes)
+        # the identity shortcut trusts the key's layouts, which host code like `x.t_()` changes
+        trusted = self.settings.static_shapes and not ast_rewrite.changes_tensor_metadata(
+            self.split
+        )
+        variant.specialize_guards(full_values, args, trusted)
         variants.append(variant)
         return variant
 
