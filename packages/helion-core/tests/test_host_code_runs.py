@@ -367,3 +367,21 @@ def test_compile_config_after_the_bound_arguments_were_freed() -> None:
         bound.compile_config(first)
     assert kernel.bind((a, b)) is bound
     torch.testing.assert_close(bound.compile_config(second)(a, b), a // b + 1)
+
+
+def add_one_through_numpy(x: torch.Tensor) -> torch.Tensor:
+    x.numpy()[:] += 1  # a write the dispatch-level guard cannot see
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] * 2
+    return out
+
+
+def test_a_write_through_a_numpy_view_is_applied_once_per_call() -> None:
+    """Host code writing an argument through `x.numpy()` was traced on the argument itself
+    (the guard sees torch ops only), so the first call applied the write twice."""
+    kernel = helion.kernel(add_one_through_numpy, backend="ref", autotune_effort="none")
+    x = torch.zeros(11)
+    torch.testing.assert_close(kernel(x), torch.full((11,), 2.0))
+    torch.testing.assert_close(x, torch.ones(11))
+    assert kernel.bind((x,))._host_trace_level == stand_ins.COPIES

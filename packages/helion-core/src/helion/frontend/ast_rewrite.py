@@ -24,6 +24,7 @@ import textwrap
 import types
 from typing import Any
 from typing import Callable
+from typing import Collection
 
 from helion import exc
 
@@ -307,11 +308,16 @@ def changes_tensor_metadata(split: SplitKernel) -> bool:
     """Whether the host code before the device loops may change a tensor's shape or strides in
     place (`x.t_()`): an argument then no longer has the layout its specialization key was
     taken with, and the guards must compare its layout at each call."""
+    return host_calls_method(split, _METADATA_METHODS)
+
+
+def host_calls_method(split: SplitKernel, names: Collection[str]) -> bool:
+    """Whether the host code before the device loops calls a method of one of ``names``."""
     for node in ast.walk(ast.Module(body=split.host_before, type_ignores=[])):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _METADATA_METHODS
+            and node.func.attr in names
         ):
             return True
     return False

@@ -1126,8 +1126,17 @@ class BoundKernel:
             lambda: active_mode(HostMode(self, config)),
             args,
             on_device,
-            level=self.__dict__.get("_host_trace_level", 0),
+            level=self.__dict__.get("_host_trace_level", self._first_trace_level()),
         )
+
+    def _first_trace_level(self) -> int:
+        """Where tracing runs of the host code start (`helion.runtime.stand_ins`): on scratch
+        copies of the arguments when the host code takes a NumPy view (`x.numpy()`), whose
+        writes the guard of a run on the arguments cannot see; else on the arguments."""
+        from helion.runtime.stand_ins import ARGUMENTS
+        from helion.runtime.stand_ins import COPIES
+
+        return COPIES if ast_rewrite.host_calls_method(self.split, {"numpy"}) else ARGUMENTS
 
     def _trace(self, values: Sequence[Any]) -> KernelIR:
         """Trace the device code for the host values of one launch and check the IR: the first
