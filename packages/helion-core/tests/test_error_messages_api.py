@@ -615,3 +615,40 @@ def test_accumulating_a_16_bit_product_in_a_loop_warns_at_its_line(monkeypatch) 
     assert caught(mm_accumulating_rounded_products, x.float(), y.float()) == []
     ignored = [exc.TiledKMatmulAccumulationWarning]
     assert caught(mm_accumulating_rounded_products, x, y, ignore_warnings=ignored) == []
+
+
+# -- a container argument's missing key or item ----------------------------------------------------
+
+
+def reads_a_missing_key(x: torch.Tensor, d: dict) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t] * d["w"][t] + d["s"]
+    return out
+
+
+def reads_a_missing_item(x: torch.Tensor, ws: list) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t] * ws[3][t]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["ref", "eager"])
+def test_a_missing_container_key_or_item_names_the_line(mode: str) -> None:
+    """A raw KeyError / IndexError from deep in the tracer before; now DeviceLookupError at the
+    kernel's line (still a KeyError and an IndexError)."""
+
+    def make(fn):
+        if mode == "eager":
+            return helion.kernel(fn, ref_mode=helion.RefMode.EAGER)
+        return helion.kernel(fn, backend="ref", autotune_effort="none")
+
+    x = torch.randn(8)
+    with pytest.raises(exc.DeviceLookupError, match="key 's' not found") as raised:
+        make(reads_a_missing_key)(x, {"w": torch.randn(8)})
+    assert isinstance(raised.value, KeyError)
+    assert raised.value.loc.lineno == reads_a_missing_key.__code__.co_firstlineno + 3
+    with pytest.raises(exc.DeviceLookupError, match="list index out of range") as raised:
+        make(reads_a_missing_item)(x, [torch.randn(8)])
+    assert isinstance(raised.value, IndexError)

@@ -579,6 +579,20 @@ class DeviceAttributeError(BaseError, AttributeError):
     defaults = ("A device value", "?", "")
 
 
+class DeviceLookupError(BaseError, KeyError, IndexError):
+    """A key or an index the kernel's own device code looked up that is not there: a dict key
+    of a container argument, an item of a list argument (still a KeyError and an IndexError,
+    so `except KeyError` keeps working)."""
+
+    message = "{0!s}"
+    hint = (
+        "Device code reads the containers the kernel was called with: check that the argument "
+        "has this key or item."
+    )
+
+    __str__ = Exception.__str__  # KeyError's would quote the whole message
+
+
 class DeviceRecursionError(BaseError, RecursionError):
     """Device code that recursed without end while it was traced."""
 

@@ -61,7 +61,7 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
         if loc is None or not in_device_loop(original, loc.filename, loc.lineno):
             raise
         raise exc.DeviceRecursionError(loc=loc) from None
-    except (TypeError, AttributeError, NameError) as error:
+    except (TypeError, AttributeError, NameError, KeyError, IndexError) as error:
         # raised by a line of device code itself, as compiled kernels report it
         tb = error.__traceback__
         while tb is not None and tb.tb_next is not None:
@@ -70,6 +70,9 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
         if code is None or not in_device_loop(original, code.co_filename, tb.tb_lineno):
             raise
         loc = exc.SourceLocation.from_frame(tb)
+        if isinstance(error, (KeyError, IndexError)):
+            text = f"key {error} not found" if isinstance(error, KeyError) else str(error)
+            raise exc.DeviceLookupError(f"{type(error).__name__}: {text}", loc=loc) from error
         if isinstance(error, NameError):
             name = getattr(error, "name", None)
             what = f"name {name!r}" if name else str(error).removesuffix(" is not defined")

@@ -210,6 +210,15 @@ class Tracer(X16LoadEntryPoints):
                 )
                 undefined.name = name
                 raise undefined from None
+            except (KeyError, IndexError) as error:
+                # a container argument's key or item the kernel's own line looked up
+                if isinstance(error, exc.BaseError) or not self._raised_by_kernel_line(
+                    error.__traceback__
+                ):
+                    raise
+                loc = self._traceback_loc(error.__traceback__)
+                text = f"key {error} not found" if isinstance(error, KeyError) else str(error)
+                raise exc.DeviceLookupError(f"{type(error).__name__}: {text}", loc=loc) from error
             except (TypeError, AttributeError) as error:
                 # raised by the kernel's own line (a call with arguments the function does not
                 # take, `None[tile]`, an operator on a value of the wrong kind): a helion error
