@@ -160,3 +160,20 @@ def test_eager_mode_warns_that_the_configs_block_sizes_are_ignored(monkeypatch) 
         warnings.simplefilter("always")
         helion.kernel(add_one, ref_mode=helion.RefMode.EAGER)(x)  # no config: no warning
     assert not [w for w in seen if issubclass(w.category, exc.BlockSizeIgnoredInInterpretMode)]
+
+
+def increment_in_place(x: torch.Tensor) -> torch.Tensor:
+    for t in hl.tile(x.size(0)):
+        x[t] = x[t] + 1
+        hl.atomic_add(x, [t], 1.0)
+    return x
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_writes_into_a_tensor_made_under_inference_mode(mode: str) -> None:
+    """Compiled kernels write into such arguments outside inference mode; eager mode raised
+    torch's 'Inplace update to inference tensor outside InferenceMode'."""
+    with torch.inference_mode():
+        x = torch.zeros(13)
+    _kernel(increment_in_place, mode)(x)
+    torch.testing.assert_close(x, torch.full((13,), 2.0))

@@ -12,9 +12,11 @@ tensors.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
+from typing import Callable
 from typing import Sequence
 
 import torch
@@ -236,6 +238,27 @@ def _fit_value(value: Any, shape: tuple, dtype: torch.dtype, device: torch.devic
     return value.to(dtype)
 
 
+def _writes_inference_tensors(position: int) -> Callable[[Callable[..., Any]], Any]:
+    """A write whose target (argument ``position``) may be a tensor made under
+    ``torch.inference_mode()`` while it is off, which torch refuses to update in place:
+    compiled kernels write into such arguments (their launches do not go through autograd),
+    and so does eager mode."""
+
+    def decorate(write: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(write)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            target = args[position]
+            if target.is_inference() and not torch.is_inference_mode_enabled():
+                with torch.inference_mode():
+                    return write(*args, **kwargs)
+            return write(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+@_writes_inference_tensors(0)
 def store(
     tensor: torch.Tensor, index: Any, value: Any, mask: Any = None, name: str | None = None
 ) -> None:
@@ -261,6 +284,7 @@ def store(
     tensor[indices] = value
 
 
+@_writes_inference_tensors(1)
 def atomic(
     kind: str, tensor: torch.Tensor, index: Any, value: Any, expected: Any = None
 ) -> torch.Tensor:
