@@ -82,3 +82,45 @@ def test_the_same_loop_with_a_float32_start_matches_torch(backend: str) -> None:
     kernel = helion.kernel(row_sums, backend=backend, autotune_effort="none")
     x = torch.rand(6, 77)
     assert_same(kernel(x, torch.empty(0)), x.sum(1), atol=1e-4, rtol=1e-4, what=backend)
+
+
+def sum_and_count(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.shape
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    count = torch.empty([m], dtype=torch.int32, device=x.device)
+    for tm in hl.tile(m):
+        acc = (hl.zeros([tm], dtype=torch.float32), [hl.zeros([tm], dtype=torch.int32)])
+        for tn in hl.tile(n):
+            acc = (acc[0] + x[tm, tn].sum(1), [acc[1][0] + 1])
+        out[tm] = acc[0]
+        count[tm] = acc[1][0]
+    return out, count
+
+
+def tuple_becomes_tensor(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tm in hl.tile(m):
+        acc = (hl.zeros([tm], dtype=torch.float32), hl.zeros([tm], dtype=torch.float32))
+        for tn in hl.tile(n):
+            acc = acc[0] + x[tm, tn].sum(1)
+        out[tm] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_carries_tuples_and_lists_item_by_item(backend: str) -> None:
+    """`acc = (s, [c])` carried through a loop (it failed with 'unsupported operand of type
+    tuple' at an unrelated expression); a body that yields another structure is refused
+    naming the variable."""
+    require_backend(backend)
+    x = torch.randn(13, 37)
+    kernel = helion.kernel(sum_and_count, backend=backend, autotune_effort="none")
+    bound = kernel.bind((x,))
+    for config in (bound.config_spec.default_config(), helion.Config(block_sizes=[4, 8])):
+        total, count = bound.compile_config(config)(x)
+        torch.testing.assert_close(total, x.sum(1), rtol=1e-4, atol=1e-4)
+        steps = -(-37 // bound.normalize(config)["block_sizes"][1])
+        assert torch.equal(count, torch.full((13,), steps, dtype=torch.int32))
+    with pytest.raises(exc.LoopCarriedTypeChange, match="'acc' from a tuple of 2 to a value"):
+        helion.kernel(tuple_becomes_tensor, backend=backend, autotune_effort="none")(x)

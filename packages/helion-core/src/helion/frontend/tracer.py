@@ -14,6 +14,7 @@ import re
 import sys
 from typing import Any
 from typing import Callable
+from typing import Iterator
 from typing import Sequence
 
 import sympy
@@ -762,6 +763,17 @@ class Tracer(X16LoadEntryPoints):
         loop_info = LoopInfo(len(self.ir.loops), block_ids, top_level, loc=for_loc)
         self.ir.loops.append(loop_info)
         tiles = [Value(TileType(b, request.is_grid), "tile") for b in block_ids]
+        # a variable holding a tuple or list (`acc = (s, c)`) is carried item by item
+        flat = [_flatten_carried(c) for c in carried]
+        structures = [structure for _, structure in flat]
+        leaves = [leaf for items, _ in flat for leaf in items]
+        variable_names = body_fn.__code__.co_varnames[1 : 1 + len(carried)]
+        names = [
+            name + path
+            for name, (items, structure) in zip(variable_names, flat, strict=True)
+            for path in _leaf_paths(structure)
+        ]
+        carried = tuple(leaves)
         carried_values = [
             self.as_value(c) if not isinstance(c, DeviceValue) else c.value for c in carried
         ]
@@ -786,8 +798,9 @@ class Tracer(X16LoadEntryPoints):
         try:
             tile_proxies = [self._loop_variable(t, request.is_grid) for t in tiles]
             target = tuple(tile_proxies) if request.multi else tile_proxies[0]
-            results = body_fn(target, *[DeviceValue(self, v) for v in inner_carried])
-            names = body_fn.__code__.co_varnames[1 : 1 + len(carried_values)]
+            inner = iter([DeviceValue(self, v) for v in inner_carried])
+            results = body_fn(target, *[_unflatten_carried(inner, s) for s in structures])
+            results = _flatten_results(results, structures, variable_names, loop_info.loc)
             body.yields = [
                 self._coerce_carried(r, init, name, loop_info.loc)
                 for r, init, name in zip(results, carried_values, names, strict=True)
@@ -818,7 +831,8 @@ class Tracer(X16LoadEntryPoints):
         )
         loop_info.node = node
         self.block.nodes.append(node)
-        return tuple(DeviceValue(self, v) for v in node.outputs)
+        outputs = iter([DeviceValue(self, v) for v in node.outputs])
+        return tuple(_unflatten_carried(outputs, s) for s in structures)
 
     def _loop_variable(self, tile: Value, is_grid: bool) -> Any:
         proxy = TileProxy(self, tile)
@@ -1654,3 +1668,59 @@ def _from_loop_positions(value: Value, depth: int = 8) -> bool:
     if producer.op in _TILE_ATTR_OPS:
         return True
     return any(isinstance(v, Value) and _from_loop_positions(v, depth - 1) for v in producer.inputs)
+
+
+def _flatten_carried(value: Any) -> tuple[list[Any], Any]:
+    """The leaves of a loop-carried value and its structure: None for a leaf, else
+    (tuple or list, the items' structures)."""
+    if type(value) in (tuple, list):
+        leaves: list[Any] = []
+        structures = []
+        for item in value:
+            items, structure = _flatten_carried(item)
+            leaves += items
+            structures.append(structure)
+        return leaves, (type(value), structures)
+    return [value], None
+
+
+def _unflatten_carried(leaves: Iterator[Any], structure: Any) -> Any:
+    if structure is None:
+        return next(leaves)
+    kind, items = structure
+    return kind(_unflatten_carried(leaves, item) for item in items)
+
+
+def _leaf_paths(structure: Any) -> list[str]:
+    """`[0]`, `[1][0]`, ...: where each leaf sits in the variable (`""` for a leaf itself)."""
+    if structure is None:
+        return [""]
+    return [f"[{i}]{path}" for i, item in enumerate(structure[1]) for path in _leaf_paths(item)]
+
+
+def _flatten_results(
+    results: Sequence[Any], structures: list[Any], names: Sequence[str], loc: Any
+) -> list[Any]:
+    """The leaves of the values a loop body yields, which must have the structures the carried
+    variables had before the loop (a tuple of as many items)."""
+    leaves: list[Any] = []
+    for result, structure, name in zip(results, structures, names, strict=True):
+        items, got = _flatten_carried(result)
+        if _shape_of(got) != _shape_of(structure):
+            raise exc.LoopCarriedTypeChange(
+                f"{name!r}", _describe_structure(structure), _describe_structure(got), loc=loc
+            )
+        leaves += items
+    return leaves
+
+
+def _shape_of(structure: Any) -> Any:
+    if structure is None:
+        return None
+    return (structure[0], tuple(_shape_of(item) for item in structure[1]))
+
+
+def _describe_structure(structure: Any) -> str:
+    if structure is None:
+        return "a value"
+    return f"a {structure[0].__name__} of {len(structure[1])}"
