@@ -263,3 +263,22 @@ def test_kernel_carries_the_functions_code_globals_and_defaults() -> None:
     assert kernel.__globals__ is scaled.__globals__
     assert kernel.__defaults__ == (2.0,)
     assert kernel.__wrapped__ is scaled and kernel.__name__ == "scaled"
+
+
+def scaled_by_int(x: torch.Tensor, n: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0)):
+        out[t] = x[t] * n
+    return out
+
+
+def test_an_int_argument_beyond_int64_is_refused_by_name() -> None:
+    """A kernel's int arguments are int64 on the device: 2**70 gave 'InternalError ... bug in
+    Helion' on ref and a raw OverflowError on Triton, also after a warm call."""
+    kernel = _kernel(scaled_by_int)
+    x = torch.randn(13)
+    torch.testing.assert_close(kernel(x, 3), x * 3)
+    for value in (2**63, -(2**63) - 1, 2**70):
+        with pytest.raises(exc.InvalidAPIUsage, match="does not fit int64"):
+            kernel(x, value)
+    torch.testing.assert_close(kernel(x, 2**63 - 1), x * float(2**63 - 1))

@@ -489,6 +489,12 @@ def _arg_key(arg: Any, static: bool) -> Hashable:
     if isinstance(arg, ConstExpr):
         return ("constexpr", _hashable(arg.value))
     if isinstance(arg, (bool, int, float)):
+        if type(arg) is int and not -(2**63) <= arg < 2**63:
+            raise exc.InvalidAPIUsage(
+                f"the int argument {arg} does not fit int64, the type of a kernel's int "
+                "arguments on the device",
+                hint="Pass it as a float, or as a tensor of the dtype it needs.",
+            )
         return type(arg)
     if isinstance(arg, (str, torch.dtype, torch.device, type(None))):
         return arg
@@ -537,6 +543,10 @@ def _no_custom_op_test(grads: list[str]) -> str:
     return f"not (_dispatch_depth() or {grad})"
 
 
+# an int the device holds as int64 (a larger one takes the general path, where `_arg_key`
+# refuses it)
+_INT64_TEST = " and -9223372036854775808 <= {0} <= 9223372036854775807"
+
 _INLINED_SCOPE = {
     **{f"_{name}": kind for kind, name in _TENSOR_KINDS.items()},
     "_bool": bool,
@@ -572,7 +582,7 @@ def _compile_key_function(args: tuple, static: bool) -> Callable[[tuple], Hashab
             parts.append(f"({value}.dtype, {value}.device, {value}.shape, {value}.stride())")
             grads.append(f"{value}.requires_grad")
         elif kind is not None:
-            tests.append(f"type({value}) is _{kind}")
+            tests.append(f"type({value}) is _{kind}" + _INT64_TEST.format(value) * (kind == "int"))
             parts.append(f"_{kind}")
         else:
             parts.append(f"_arg_key({value}, {static})")
@@ -613,7 +623,8 @@ def _compile_warm_call(
         if kind in _TENSOR_KINDS.values():
             tensors[index] = kind
         elif kind is not None:
-            tests.append(f"type(a[{index}]) is _{kind}")
+            test = f"type(a[{index}]) is _{kind}"
+            tests.append(test + _INT64_TEST.format(f"a[{index}]") * (kind == "int"))
         else:
             return None
     match = exact_tensor_match([args[i] for i in tensors])
