@@ -282,3 +282,16 @@ def test_an_int_argument_beyond_int64_is_refused_by_name() -> None:
         with pytest.raises(exc.InvalidAPIUsage, match="does not fit int64"):
             kernel(x, value)
     torch.testing.assert_close(kernel(x, 2**63 - 1), x * float(2**63 - 1))
+
+
+def test_assigning_configs_checks_them_and_applies_to_later_calls() -> None:
+    kernel = helion.kernel(add, backend="ref")
+    x = torch.randn(37)
+    kernel.configs = [{"block_sizes": [8]}]
+    kernel(x, x)
+    assert kernel.bind((x, x))._config == kernel.bind((x, x)).normalize({"block_sizes": [8]})
+    kernel.configs = [helion.Config(block_sizes=[16])]  # a shape already called picks it up
+    torch.testing.assert_close(kernel(x, x), x + x)
+    assert kernel.bind((x, x))._config["block_sizes"] == [16]
+    with pytest.raises(exc.InvalidConfig, match="item 0 is an int"):
+        kernel.configs = [5]

@@ -82,7 +82,7 @@ class Kernel:
         self.fn = fn
         self.name = fn.__name__
         self.settings = settings or Settings()
-        self.configs: list[Config] = _kernel_configs(configs)
+        self.configs = configs  # checked by the property
         if key is not None and not callable(key):
             raise exc.InvalidAPIUsage(
                 "helion.kernel(key=...) takes a function of the kernel's arguments that returns "
@@ -130,6 +130,19 @@ class Kernel:
 
     def kernel_source(self) -> str:
         return "".join(self.split.source.lines)
+
+    @property
+    def configs(self) -> list[Config]:
+        """The configs given to the kernel (`config=` / `configs=`); assignable, checked when
+        assigned as when the kernel is made, and then used by every later call (the bound
+        kernels are dropped)."""
+        return self._configs
+
+    @configs.setter
+    def configs(self, configs: Any) -> None:
+        self._configs = _kernel_configs(configs)
+        if getattr(self, "_bound", None):
+            self.reset()  # the bound kernels picked their configs from the old list
 
     # -- binding --------------------------------------------------------------------------------
 
