@@ -38,31 +38,18 @@ _CONSTANT_TYPES = (bool, int, float, complex, str, bytes, type(None), torch.dtyp
 
 def dependency_text(fn: Callable[..., Any]) -> str:
     """The sources of the plain functions of ``fn``'s own module that it calls (transitively),
-    and the values of the constants (numbers, strings, dtypes) they read, one per line."""
+    and the values of the constants (numbers, strings, dtypes) they read, one per line: what
+    `baked_globals` finds from all the names ``fn`` reads."""
     home = getattr(fn, "__module__", None)
     lines: list[str] = []
-    seen: set[int] = {id(fn)}
-    queue: list[Callable[..., Any]] = [fn]
-    while queue:
-        current = queue.pop(0)
-        namespace = getattr(current, "__globals__", {})
-        for name in referenced_names(current.__code__):
-            if name not in namespace:
-                continue  # a builtin or an attribute name
-            value = namespace[name]
-            if isinstance(value, _CONSTANT_TYPES):
-                lines.append(f"{name} = {value!r}")
-            elif (
-                isinstance(value, types.FunctionType)
-                and value.__module__ == home
-                and id(value) not in seen
-            ):
-                seen.add(id(value))
-                try:
-                    lines.append(inspect.getsource(value))
-                except (OSError, TypeError):
-                    lines.append(f"{name}: {value.__code__.co_code.hex()}")
-                queue.append(value)
+    for _, name, value in baked_globals(fn, referenced_names(fn.__code__), ()):
+        if isinstance(value, _CONSTANT_TYPES):
+            lines.append(f"{name} = {value!r}")
+        elif isinstance(value, types.FunctionType) and value.__module__ == home:
+            try:
+                lines.append(inspect.getsource(value))
+            except (OSError, TypeError):
+                lines.append(f"{name}: {value.__code__.co_code.hex()}")
     return "\n".join(lines)
 
 
@@ -99,7 +86,7 @@ def baked_globals(
     ]
     walked: set[int] = set()
     while pending:
-        namespace, names, skip = pending.pop()
+        namespace, names, skip = pending.pop(0)
         for name in names:
             if name in skip or name not in namespace:
                 continue
