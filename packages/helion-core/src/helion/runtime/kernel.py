@@ -1150,7 +1150,9 @@ class BoundKernel:
             lambda: active_mode(HostMode(self, config)),
             args,
             on_device,
-            level=self.__dict__.get("_host_trace_level", self._first_trace_level()),
+            level=self._host_trace_level
+            if "_host_trace_level" in self.__dict__
+            else self._first_trace_level(),
         )
 
     def _first_trace_level(self) -> int:
