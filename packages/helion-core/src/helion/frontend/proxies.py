@@ -20,6 +20,8 @@ from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.ir.core import computed_from
+from helion.language import _ops as ops
 
 if TYPE_CHECKING:
     from helion.frontend.tracer import Tracer
@@ -117,7 +119,7 @@ class DeviceValue:
 
     def __bool__(self) -> bool:
         what = "a device tensor" if self.ndim else "a device scalar"
-        if _involves_block_size(self.value):
+        if computed_from(self.value, {ops.TILE_ATTRS["block_size"]}):
             what += (
                 " computed from a block size (a tile's size, e.g. `v.shape[0]` of a tile: the "
                 "config chooses it, so it is not a Python int while the kernel is traced)"
@@ -253,16 +255,6 @@ _TENSOR_OPERATORS = [
 for _name in _TENSOR_OPERATORS:
     setattr(DeviceValue, _name, _make_operator(_name))
 DeviceValue.__hash__ = object.__hash__  # __eq__ is an op; identity hashing keeps dict use possible
-
-
-def _involves_block_size(value: Value, depth: int = 8) -> bool:
-    """Whether `value` is computed (within a few ops) from a tile's block size."""
-    producer = value.producer
-    if producer is None or depth == 0:
-        return False
-    if producer.op.name == "tile_block_size":
-        return True
-    return any(isinstance(v, Value) and _involves_block_size(v, depth - 1) for v in producer.inputs)
 
 
 class HostTensor:

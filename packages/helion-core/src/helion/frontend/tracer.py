@@ -44,6 +44,7 @@ from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.ir.core import computed_from
 from helion.ir.core import index_dtype_for
 from helion.ir.core import index_extent
 from helion.language import ConstExpr
@@ -1068,7 +1069,9 @@ class Tracer(X16LoadEntryPoints):
                     item.ndim == 0
                     and item.dtype.is_signed
                     and isinstance(size, int)
-                    and not _from_loop_positions(item.value)
+                    # an index from a loop's positions is not negative where it is in bounds,
+                    # and the bind-time bounds check reads it as it is
+                    and not computed_from(item.value, _TILE_ATTR_OPS)
                 ):
                     item = self._from_the_end(item, size)
                 inputs.append(item.value)
@@ -1656,18 +1659,6 @@ def _index_type_error(item: Any, loc: exc.SourceLocation | None) -> exc.BaseErro
 
 
 _TILE_ATTR_OPS = frozenset(ops.TILE_ATTRS.values())
-
-
-def _from_loop_positions(value: Value, depth: int = 8) -> bool:
-    """Whether ``value`` is computed (within a few ops) from a loop's positions (`i` of
-    `hl.grid`, `tile.begin`): such an index is not counted from the end (it is not negative
-    where it is in bounds, and the bind-time bounds check reads it as it is)."""
-    producer = value.producer
-    if producer is None or depth == 0:
-        return False
-    if producer.op in _TILE_ATTR_OPS:
-        return True
-    return any(isinstance(v, Value) and _from_loop_positions(v, depth - 1) for v in producer.inputs)
 
 
 def _flatten_carried(value: Any) -> tuple[list[Any], Any]:

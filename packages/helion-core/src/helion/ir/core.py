@@ -304,6 +304,17 @@ def index_dtype_for(requested: torch.dtype | None, numel: int) -> torch.dtype:
     return requested
 
 
+def computed_from(value: Value, ops: Any, depth: int = 8) -> bool:
+    """Whether ``value`` is computed, within ``depth`` producing ops, by one of ``ops`` (a
+    collection of `Op`): e.g. from a tile's block size, or from a loop's positions."""
+    producer = value.producer
+    if producer is None or depth == 0:
+        return False
+    if producer.op in ops:
+        return True
+    return any(isinstance(v, Value) and computed_from(v, ops, depth - 1) for v in producer.inputs)
+
+
 def static_int(bound: Any) -> int | None:
     """A loop bound's value when it is known at trace time (an int or an integer sympy
     expression), else None (a run-time value)."""
