@@ -171,7 +171,9 @@ def test_a_group_that_never_forms_is_reported_after_the_last_attempt() -> None:
     start = time.monotonic()
     with (
         pytest.warns(RuntimeWarning, match=r"attempt \d of 3") as retries,
-        pytest.raises(RankFailure, match="rank 0: raised RuntimeError: no group on attempt 3"),
+        # both ranks raise at once: the report names whichever failed first (the other may
+        # still be running when the run is stopped)
+        pytest.raises(RankFailure, match=r"rank \d: raised RuntimeError: no group on attempt 3"),
     ):
         run_ranks(
             distributed_ranks.attempt_and_sum,
