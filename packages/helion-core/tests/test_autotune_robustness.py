@@ -181,6 +181,106 @@ def test_candidate_processes_die_with_a_killed_tuner(sig: signal.Signals) -> Non
             os.kill(child, signal.SIGKILL)
 
 
+# ============================================================================ RNG lock at fork
+RNG_FORK_SCRIPT = textwrap.dedent(
+    """
+    import sys, threading, time, types, torch
+    import helion.autotuner.isolation as iso
+
+    if sys.argv[1] == "no-hook":
+        iso._rng_settled_at_fork = True  # as if registered: the fork does not wait for the lock
+
+    class Bound:
+        def compile_config(self, config):
+            return lambda: torch.ones(3)
+
+    harness = types.SimpleNamespace(
+        compile_timeout=60.0, run_timeout=60.0, bound=Bound(), args=(), baseline=None,
+        device=torch.device("cpu"), captured=None,
+    )
+    runner = iso._ForkRunner(harness, 1)
+    launches = []
+    launch = runner._launch
+    runner._launch = lambda i, c: (launches.append(i), launch(i, c))[1]
+    drawing = threading.Event()
+
+    def draw():
+        drawing.set()
+        torch.randn(40_000_000)  # holds the default generator's mutex, without the GIL
+
+    thread = threading.Thread(target=draw)
+    thread.start()
+    drawing.wait()
+    time.sleep(0.02)
+    result = runner.run([{}], lambda found_ok: False)[0]
+    thread.join()
+    print(result.status, len(launches), flush=True)
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="fork hooks: POSIX")
+@pytest.mark.parametrize(("mode", "launches"), [("hook", 1), ("no-hook", 2)])
+def test_a_fork_while_another_thread_draws_random_numbers_does_not_hang(
+    mode: str, launches: int
+) -> None:
+    """A forked candidate inherited torch's default CPU generator locked by a thread that does
+    not exist in the child, and blocked at its first use until timed out as a hang. The fork
+    hook waits for the lock; without it the child ends itself and is forked again."""
+    done = subprocess.run(
+        [sys.executable, "-c", RNG_FORK_SCRIPT, mode],
+        capture_output=True,
+        text=True,
+        timeout=50,  # a hung child would be timed out after the script's 60 s compile limit
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", str(launches)]
+
+
+TUNE_BESIDE_RNG_THREAD = textwrap.dedent(
+    """
+    import threading, torch, helion
+    import helion.language as hl
+
+    @helion.kernel(backend="ref", autotune_effort="quick", autotune_progress_bar=False)
+    def add(x, y):
+        out = torch.empty_like(x)
+        for tile in hl.tile(out.size()):
+            out[tile] = x[tile] + y[tile]
+        return out
+
+    stop = False
+
+    def draw():
+        while not stop:
+            torch.randn(1000)
+
+    threading.Thread(target=draw, daemon=True).start()
+    x, y = torch.randn(64), torch.randn(64)
+    add.autotune((x, y))
+    stop = True
+    """
+)
+
+
+def test_tuning_beside_a_thread_drawing_random_numbers_loses_no_candidate(
+    private_cache: Path,
+) -> None:
+    """Each forked candidate used to block on the inherited generator lock about half the
+    time, and good configs were timed out as hangs (3-5 of 7 in a quick search)."""
+    script = private_cache / "tune_beside_rng_thread.py"  # kernels need a source file
+    script.write_text(TUNE_BESIDE_RNG_THREAD)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HELION_AUTOTUNE_PRECOMPILE": "fork"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(0 failed)" in done.stderr, done.stderr
+
+
 # ============================================================================ bad configs=
 @pytest.mark.parametrize(
     ("entry", "words"),

@@ -67,6 +67,10 @@ def _exit_reason(exitcode: int | None) -> str:
     return f"process exited with code {exitcode} without reporting a result"
 
 
+#: how often one candidate is forked again after its child found torch's default CPU generator
+#: locked (:func:`helion.autotuner.isolation_worker.wait_for_inherited_rng_lock`)
+MAX_RELAUNCHES = 20
+
 #: ``should_stop(found_ok)`` of :meth:`_IsolatedRunner.run`: whether to start no more candidates
 #: and kill the running ones; ``found_ok`` says whether one of this run's candidates passed
 StopCheck = Callable[[bool], bool]
@@ -110,6 +114,7 @@ class _IsolatedRunner:
         results: list[CandidateResult | None] = [None] * len(configs)
         queue = list(range(len(configs)))
         running: list[_Job] = []
+        relaunches: dict[int, int] = {}
         found_ok = False
         try:
             while queue or running:
@@ -141,10 +146,24 @@ class _IsolatedRunner:
                 multiprocessing.connection.wait(waitables, timeout=min(max(0.0, wake - now), 1.0))
                 for job in list(running):
                     result = self._poll(job)
-                    if result is not None:
-                        results[job.index] = result
-                        running.remove(job)
-                        found_ok = found_ok or result.ok
+                    if result is None:
+                        continue
+                    running.remove(job)
+                    if result is _RELAUNCH:
+                        relaunches[job.index] = relaunches.get(job.index, 0) + 1
+                        if relaunches[job.index] <= MAX_RELAUNCHES:
+                            queue.insert(0, job.index)
+                            continue
+                        result = CandidateResult(
+                            job.config,
+                            "error",
+                            reason="its forked process found torch's default CPU generator "
+                            f"locked {relaunches[job.index]} times: another thread of this "
+                            "process held it at each fork",
+                        )
+                    assert isinstance(result, CandidateResult)
+                    results[job.index] = result
+                    found_ok = found_ok or result.ok
                 if running and should_stop(found_ok):
                     # the search is over: what still compiles or runs (often a hang) would
                     # finish too late to be used, and waiting for its own timeout is what
@@ -203,7 +222,9 @@ class _IsolatedRunner:
                     job.config, message[1], reason=message[2], compile_seconds=job.compile_seconds
                 )
 
-    def _poll(self, job: _Job) -> CandidateResult | None:
+    def _poll(self, job: _Job) -> CandidateResult | object | None:
+        """The job's result, ``_RELAUNCH`` for a forked child to fork again, or None while it
+        still runs."""
         result = self._drain(job)
         if result is not None:
             self._release(job, healthy=True)
@@ -214,6 +235,9 @@ class _IsolatedRunner:
                 self._release(job, healthy=True)
                 return result
             job.process.join(timeout=1)
+            if job.phase == "compile" and job.process.exitcode == -signal.SIGALRM:
+                self._release(job, healthy=False)
+                return _RELAUNCH  # its inherited RNG lock was held: nothing of it ran
             reason = _exit_reason(job.process.exitcode)
             self._release(job, healthy=False)
             return CandidateResult(
@@ -235,6 +259,11 @@ class _IsolatedRunner:
         return None
 
 
+#: what :meth:`_IsolatedRunner._poll` returns for a forked child that ended by SIGALRM before it
+#: compiled anything (``wait_for_inherited_rng_lock``): it is forked again
+_RELAUNCH = object()
+
+
 def _kill(process: Any) -> None:
     with contextlib.suppress(Exception):
         if process.is_alive():
@@ -242,11 +271,32 @@ def _kill(process: Any) -> None:
         process.join(timeout=5)
 
 
+_rng_settled_at_fork = False
+
+
+def settle_rng_at_fork() -> None:
+    """Make every later fork of this process wait until torch's default CPU generator is free.
+
+    A forked child inherits the generator's mutex as it was at the fork. If another thread was
+    drawing random numbers then (its op runs without the GIL), the child's copy stays locked,
+    the owner does not exist there, and the candidate blocks at its first use (the accuracy
+    check seeds the generator; in-kernel `torch.rand` draws its seed from it) until it is timed
+    out as a hang. The hook takes and drops the mutex right before ``fork()``, holding the GIL,
+    so no Python thread can start another draw in between. The hook is the C method itself: no
+    bytecode runs after it that could hand the GIL to another thread. Fork hooks cannot be
+    removed, so it stays for the process (a few microseconds per fork)."""
+    global _rng_settled_at_fork
+    if not _rng_settled_at_fork and hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=torch.default_generator.get_state)
+        _rng_settled_at_fork = True
+
+
 class _ForkRunner(_IsolatedRunner):
     def __init__(
         self, harness: BenchmarkHarness, jobs: int, *, return_output: bool = False
     ) -> None:
         super().__init__(jobs, harness.compile_timeout, harness.run_timeout)
+        settle_rng_at_fork()
         self.harness = harness
         self.context = multiprocessing.get_context("fork")
         self.return_output = return_output

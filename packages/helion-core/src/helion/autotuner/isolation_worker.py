@@ -227,6 +227,30 @@ def _close_inherited_stdio() -> None:
         os.close(null)
 
 
+#: how long a forked child waits for torch's default CPU generator before it gives up (a free
+#: lock is taken in microseconds)
+INHERITED_LOCK_WAIT = 2.0
+
+
+def wait_for_inherited_rng_lock(seconds: float = INHERITED_LOCK_WAIT) -> None:
+    """End this forked child with SIGALRM if torch's default CPU generator stays locked.
+
+    The child inherits the generator's mutex as it was at the fork: if another thread of the
+    parent held it (drawing random numbers without the GIL), its owner does not exist here and
+    the first use (the accuracy check seeds it; in-kernel `torch.rand` draws its seed from it)
+    would block forever, to be timed out as a hang. A blocked ``pthread_mutex_lock`` runs no
+    Python signal handler, so the alarm's default action ends the process; the parent sees
+    SIGALRM before "compiled" and forks the candidate again
+    (:meth:`helion.autotuner.isolation._IsolatedRunner.run`)."""
+    previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        torch.default_generator.get_state()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _fork_child_main(
     conn: Any,
     bound: Any,
@@ -246,6 +270,7 @@ def _fork_child_main(
     with contextlib.suppress(Exception):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _quiet_crash_reports()
+    wait_for_inherited_rng_lock()
     _keep_warnings()
     try:
         run_candidate(
