@@ -281,10 +281,11 @@ def settle_rng_at_fork() -> None:
     drawing random numbers then (its op runs without the GIL), the child's copy stays locked,
     the owner does not exist there, and the candidate blocks at its first use (the accuracy
     check seeds the generator; in-kernel `torch.rand` draws its seed from it) until it is timed
-    out as a hang. The hook takes and drops the mutex right before ``fork()``, holding the GIL,
-    so no Python thread can start another draw in between. The hook is the C method itself: no
-    bytecode runs after it that could hand the GIL to another thread. Fork hooks cannot be
-    removed, so it stays for the process (a few microseconds per fork)."""
+    out as a hang. The hook (the C method itself, so it runs no bytecode that could hand the
+    GIL over) takes and drops the mutex just before ``fork()``. Hooks registered earlier
+    (logging's) run after it and may let another thread start a draw: the child's own check
+    (`wait_for_inherited_rng_lock`) catches that rarer case. Fork hooks cannot be removed, so it
+    stays for the process (a few microseconds per fork)."""
     global _rng_settled_at_fork
     if not _rng_settled_at_fork and hasattr(os, "register_at_fork"):
         os.register_at_fork(before=torch.default_generator.get_state)
