@@ -389,10 +389,24 @@ def test_cuda_search_space_on_hopper():
     adjust_spec(ir, spec, hopper, analyze(ir))
     assert "tensor_descriptor" in spec["indexing"].fragments[0].choices
     assert "maxnreg" in spec
+    # a dot's accumulator cannot spill: the search leaves maxnreg unset, a config may set it
+    maxnreg = spec["maxnreg"].fragment
+    assert {maxnreg.random(random.Random(seed)) for seed in range(50)} == {None}
+    assert spec.normalize({"block_sizes": [16, 16, 16], "maxnreg": 128})["maxnreg"] == 128
     older = TritonTarget("cuda", False, (8, 0), 108, has_block_ptr(), True, range_kwargs())
     spec = derive_config_spec(ir, {})
     adjust_spec(ir, spec, older, analyze(ir))
     assert "tensor_descriptor" not in spec["indexing"].fragments[0].choices
+
+
+def test_cuda_search_space_of_a_kernel_without_a_dot_searches_maxnreg():
+    x = torch.randn(37, 53)
+    bound = bind(K.add, x, x)
+    hopper = TritonTarget("cuda", False, (9, 0), 132, has_block_ptr(), True, range_kwargs())
+    spec = derive_config_spec(bound.ir, {})
+    adjust_spec(bound.ir, spec, hopper, analyze(bound.ir))
+    maxnreg = spec["maxnreg"].fragment
+    assert {maxnreg.random(random.Random(seed)) for seed in range(200)} == {None, 32, 64, 128, 256}
 
 
 def carried_row(x: torch.Tensor) -> torch.Tensor:

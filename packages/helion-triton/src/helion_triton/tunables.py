@@ -166,6 +166,13 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
             spec.append("range_warp_specializes", EnumFragment((None, False, True)))
     if target.is_cuda:
         spec.set_scalar("maxnreg")
+        if any(node.op is ops.dot for node in ir.walk()):
+            # an MMA keeps its accumulator fragments in registers ptxas cannot spill: a cap below
+            # what it needs fails to compile ("Insufficient registers"), it does not just run
+            # slower (13 of 40 candidates of an H100 quick search of matmul, fp8 and attention).
+            # Hand-written configs may still set one
+            choices = spec["maxnreg"].fragment.choices
+            spec.set_scalar("maxnreg", EnumFragment(choices, search_choices=(None,)))
     elif "maxnreg" in spec:
         spec.remove("maxnreg")
 
