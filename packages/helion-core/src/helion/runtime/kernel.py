@@ -1634,7 +1634,15 @@ class BoundKernel:
     ) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """The runners of ``config`` with the host code's device loops calling ``device_call``
         (and made the active ones where ``config`` is the active config)."""
+        from helion.runtime.host_ops import watch_first_call
+
+        def unwatched(plain: Callable[..., Any]) -> None:
+            nonlocal host
+            host = plain
+
         host = ast_rewrite.make_host_function(self.split, self._host_factory, device_call)
+        # the first call warns of host lines that compute on tensors (TensorOperationInWrapper)
+        host = watch_first_call(host, self.settings, unwatched)
         state = _context_state
         free = mode.free
 
