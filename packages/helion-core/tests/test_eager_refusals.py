@@ -177,3 +177,47 @@ def test_writes_into_a_tensor_made_under_inference_mode(mode: str) -> None:
         x = torch.zeros(13)
     _kernel(increment_in_place, mode)(x)
     torch.testing.assert_close(x, torch.full((13,), 2.0))
+
+
+def _branch_only(x: torch.Tensor, flags: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros([x.size(0)])
+    for i in hl.grid(x.size(0)):
+        if flags[i] > 0:
+            y = x[i] * 2
+        out[i] = y
+    return out
+
+
+@pytest.mark.parametrize("mode", ["eager", "ref"])
+def test_a_name_bound_in_one_branch_is_undefined_in_every_iteration(mode: str) -> None:
+    """Eager mode read the previous iteration's `y` (out[1] == out[0]), where each iteration of
+    a compiled kernel is a program of its own and raises UndefinedVariable."""
+    settings = {"ref_mode": helion.RefMode.EAGER} if mode == "eager" else {"backend": "ref"}
+    kernel = helion.kernel(_branch_only, autotune_effort="none", **settings)
+    x, flags = torch.randn(6), torch.tensor([1, -1, 1, -1, 1, -1])
+    with pytest.raises(exc.UndefinedVariable) as info:
+        kernel(x, flags)
+    assert "out[i] = y" in str(info.value)
+    if mode == "eager":
+        assert "name 'y'" in str(info.value)
+
+
+def test_eager_names_bound_in_the_loop_are_fresh_each_iteration_and_nothing_else_changes() -> None:
+    # defined here, indented: the eager code keeps the columns torch.rand's call sites number
+    def kernel_fn(x: torch.Tensor, scale: float) -> torch.Tensor:
+        out = torch.empty_like(x)
+        offset = 1.0
+        for tile in hl.tile(x.size(0)):
+            for inner in hl.tile(x.size(1)):
+                y = x[tile, inner] * scale
+                noise = torch.rand_like(y)
+                out[tile, inner] = y + noise + offset
+        return out
+
+    x = torch.randn(9, 13)
+    eager = helion.kernel(kernel_fn, ref_mode=helion.RefMode.EAGER)
+    ref = helion.kernel(kernel_fn, backend="ref", config=helion.Config(block_sizes=[4, 8]))
+    torch.manual_seed(7)
+    expected = ref(x, 0.5)
+    torch.manual_seed(7)
+    assert torch.equal(eager(x, 0.5), expected)

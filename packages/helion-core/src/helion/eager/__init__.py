@@ -75,6 +75,10 @@ def run_eager(kernel: Any, args: Sequence[Any]) -> Any:
             raise exc.DeviceLookupError(f"{type(error).__name__}: {text}", loc=loc) from error
         if isinstance(error, NameError):
             name = getattr(error, "name", None)
+            if not name and isinstance(error, UnboundLocalError):
+                # "cannot access local variable 'y' ...": a name an earlier iteration bound
+                # (`ast_rewrite.eager_code` unbinds them) or an `if` bound in one branch only
+                name = str(error).split("'")[1] if str(error).count("'") >= 2 else None
             what = f"name {name!r}" if name else str(error).removesuffix(" is not defined")
             raise exc.UndefinedVariable(what, loc=loc) from error
         if isinstance(error, TypeError):
@@ -105,7 +109,7 @@ def _kernel_line(fn: Any, tb: Any) -> exc.SourceLocation | None:
 
 
 def _with_device_replacements(fn: Any) -> Any:
-    """`fn`, or a copy of it whose globals map torch functions that device code gives Helion's
+    """`fn`, or a copy of it (running `eager_code(fn)`) whose globals map torch functions that device code gives Helion's
     meaning (`torch._higher_order_ops.associative_scan`) to their hl versions, and `min`/`max`
     to hl's (elementwise on tensors, Python's on numbers, as in compiled device code)."""
     import helion.language as hl
@@ -118,8 +122,10 @@ def _with_device_replacements(fn: Any) -> Any:
     for name, replacement in (("min", hl._builtin_min), ("max", hl._builtin_max)):
         if name not in namespace:  # a module-level min/max of the kernel's own stays its own
             replacements[name] = replacement
+    from helion.frontend.ast_rewrite import eager_code
+
     copy = types.FunctionType(
-        fn.__code__, {**namespace, **replacements}, fn.__name__, fn.__defaults__, fn.__closure__
+        eager_code(fn), {**namespace, **replacements}, fn.__name__, fn.__defaults__, fn.__closure__
     )
     copy.__kwdefaults__ = fn.__kwdefaults__
     return copy

@@ -81,7 +81,17 @@ def encloses_jagged(fn: Callable) -> bool:
         return False
     code = fn.__code__
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code is not code:
+    # eager mode runs a copy of the code (`ast_rewrite.eager_code`): same file, name and line
+    key = (code.co_filename, code.co_name, code.co_firstlineno)
+    while (
+        frame is not None
+        and (
+            frame.f_code.co_filename,
+            frame.f_code.co_name,
+            frame.f_code.co_firstlineno,
+        )
+        != key
+    ):
         frame = frame.f_back
     if frame is None:
         return False

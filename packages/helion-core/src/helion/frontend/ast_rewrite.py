@@ -25,6 +25,7 @@ import types
 from typing import Any
 from typing import Callable
 from typing import Collection
+from typing import Sequence
 
 from helion import exc
 
@@ -241,6 +242,96 @@ def check_eager_global_writes(fn: Callable) -> None:
             for loop in _device_loops(src.func_def, fn.__globals__)
         )
     _EAGER_CHECKED[code] = spans
+
+
+# code object of a kernel -> the code eager mode runs (`eager_code`)
+_EAGER_CODE: dict[types.CodeType, types.CodeType] = {}
+
+
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _bound_names(nodes: Sequence[ast.AST]) -> set[str]:
+    """The names ``nodes`` bind in their function's scope (not in nested functions, lambdas,
+    classes or comprehensions: those bind their own)."""
+    names: set[str] = set()
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, _OWN_SCOPES):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _unbind(name: str, where: ast.stmt) -> ast.stmt:
+    """``try: del name / except NameError: pass`` at ``where``'s position."""
+    statement = ast.Try(
+        body=[ast.Delete([ast.Name(name, ast.Del())])],
+        handlers=[ast.ExceptHandler(ast.Name("NameError", ast.Load()), None, [ast.Pass()])],
+        orelse=[],
+        finalbody=[],
+    )
+    for node in ast.walk(statement):
+        ast.copy_location(node, where)
+    return statement
+
+
+def eager_code(fn: Callable) -> types.CodeType:
+    """The code eager mode runs for kernel ``fn``: its own, except that each top-level device
+    loop first unbinds the names its body binds. An iteration is a program of its own in a
+    compiled kernel, so it cannot read what an earlier one left: reading a name bound in only
+    one branch of an `if` is `UndefinedVariable` there, and now in eager mode too, where it
+    silently read the previous iteration's value. Same file, lines and columns as ``fn``'s."""
+    code = fn.__code__
+    cached = _EAGER_CODE.get(code)
+    if cached is not None:
+        return cached
+    result = code
+    try:
+        src = _parse_source(fn)
+    except (exc.BaseError, SyntaxError, IndexError):
+        src = None
+    if src is not None and isinstance(src.func_def, ast.FunctionDef) and not code.co_freevars:
+        func = src.func_def
+        loops = _device_loops(func, fn.__globals__)
+        args = func.args
+        outside = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        outside |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        in_loops = {id(node) for loop in loops for node in ast.walk(loop)}
+        outside |= _bound_names(
+            [n for stmt in func.body for n in ast.walk(stmt) if id(n) not in in_loops]
+        )
+        changed = False
+        for loop in loops:
+            names = _bound_names(loop.body) - _bound_names([loop.target]) - outside
+            if names:
+                loop.body[0:0] = [_unbind(name, loop.body[0]) for name in sorted(names)]
+                changed = True
+        if changed:
+            func.decorator_list = []
+            func.lineno = code.co_firstlineno  # a decorated function's code starts at its decorator
+            for node in ast.walk(func):  # the columns of the source as written (indented)
+                if src.indent and hasattr(node, "col_offset"):
+                    node.col_offset += src.indent
+                    if getattr(node, "end_col_offset", None) is not None:
+                        node.end_col_offset += src.indent
+            module = ast.fix_missing_locations(ast.Module([func], []))
+            compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
+            result = next(
+                c
+                for c in compiled.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == code.co_name
+            )
+    _EAGER_CODE[code] = result
+    return result
 
 
 def in_device_loop(fn: Callable, filename: str, lineno: int) -> bool:
