@@ -21,6 +21,7 @@ from typing import Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.overrides import _pop_mode_temporarily
 
 from helion import exc
 
@@ -128,19 +129,31 @@ def _codes_of(code: types.CodeType) -> frozenset[types.CodeType]:
 
 
 def watch_first_call(
-    host: Callable[..., Any], settings: Any, replace: Callable[[Callable[..., Any]], None]
+    make_host: Callable[[Callable[..., Any]], Callable[..., Any]],
+    device_call: Callable[..., Any],
+    settings: Any,
+    replace: Callable[[Callable[..., Any]], None],
 ) -> Callable[..., Any]:
-    """``host`` for its first call: run under a `HostOpWatch`, warn, then ``replace(host)``
-    so that later calls run it unwatched. Returns ``host`` itself when the warning is off."""
+    """The host function (``make_host(device_call)``) for its first call: run under a
+    `HostOpWatch` (paused while the device code runs: the ref backend's torch ops would go
+    through it, doubling the first call's time), warn, then ``replace`` it with the plain host
+    function for later calls. The plain one itself when the warning is off."""
+    plain = make_host(device_call)
     if exc.is_warning_ignored(exc.TensorOperationsInHostCall, settings):
-        return host
-    codes = _codes_of(host.__code__)
+        return plain
+    codes = _codes_of(plain.__code__)
+
+    def device_call_unwatched(*values: Any) -> Any:
+        with _pop_mode_temporarily():
+            return device_call(*values)
+
+    watched = make_host(device_call_unwatched)
 
     def first_call(*args: Any) -> Any:
-        replace(host)
+        replace(plain)
         watch = HostOpWatch(codes)
         with watch:
-            result = host(*args)
+            result = watched(*args)
         watch.warn(settings)
         return result
 

@@ -1640,9 +1640,11 @@ class BoundKernel:
             nonlocal host
             host = plain
 
-        host = ast_rewrite.make_host_function(self.split, self._host_factory, device_call)
+        def make_host(call: Callable[..., Any]) -> Callable[..., Any]:
+            return ast_rewrite.make_host_function(self.split, self._host_factory, call)
+
         # the first call warns of host lines that compute on tensors (TensorOperationInWrapper)
-        host = watch_first_call(host, self.settings, unwatched)
+        host = watch_first_call(make_host, device_call, self.settings, unwatched)
         state = _context_state
         free = mode.free
 
