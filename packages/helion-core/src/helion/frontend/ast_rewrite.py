@@ -792,6 +792,18 @@ class DeviceRewriter:
         )
         return [fn, self._unpack_assign(carried, call)]
 
+    def _device_condition(self, test: ast.expr) -> ast.expr:
+        """An `if` test with its `and` / `or` / `not` going through the tracer (`bool_op`,
+        `bool_not`), which combines 0-D device values on the device; a copy (the kernel's AST
+        is shared by every specialization's rewrite)."""
+        test = self._guard_comprehensions(test)
+        if not any(
+            isinstance(n, ast.BoolOp) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
+            for n in ast.walk(test)
+        ):
+            return test
+        return _ConditionRewriter(self._loc_tuple).visit(copy.deepcopy(test))
+
     def _rewrite_if(self, stmt: ast.If, defined: set[str]) -> list[ast.stmt]:
         self.counter += 1
         then_assigned = scope_bound_names(stmt.body, defined)
@@ -816,7 +828,7 @@ class DeviceRewriter:
         call = self._tracer_call(
             "if_",
             [
-                self._guard_comprehensions(stmt.test),
+                self._device_condition(stmt.test),
                 ast.Name(then_fn.name, ast.Load()),
                 ast.Name(else_fn.name, ast.Load()),
                 ast.Tuple([ast.Name(n, ast.Load()) for n in inputs], ast.Load()),
@@ -824,6 +836,43 @@ class DeviceRewriter:
             ],
         )
         return [then_fn, else_fn, self._unpack_assign(outputs, call)]
+
+
+class _ConditionRewriter(ast.NodeTransformer):
+    """`a and b` -> `__tracer__.bool_op("and", [lambda: a, lambda: b], loc)` (thunks keep
+    Python's short-circuit for Python values), `not a` -> `__tracer__.bool_not(a, loc)`. Not
+    into lambdas or comprehensions: their own `and` / `or` stay Python's."""
+
+    def __init__(self, loc_tuple: Callable[[ast.AST], ast.Tuple]) -> None:
+        self.loc_tuple = loc_tuple
+
+    def _call(self, method: str, args: list[ast.expr], node: ast.AST) -> ast.expr:
+        func = ast.Attribute(ast.Name(TRACER_NAME, ast.Load()), method, ast.Load())
+        call = ast.Call(func=func, args=[*args, self.loc_tuple(node)], keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+        self.generic_visit(node)
+        thunks = [
+            ast.Lambda(
+                ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                value,
+            )
+            for value in node.values
+        ]
+        kind = "and" if isinstance(node.op, ast.And) else "or"
+        return self._call("bool_op", [ast.Constant(kind), ast.List(thunks, ast.Load())], node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return self._call("bool_not", [node.operand], node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.expr:
+        return node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
 
 
 # device statements that run as they are (their comprehensions guarded)

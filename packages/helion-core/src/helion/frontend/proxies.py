@@ -126,7 +126,8 @@ class DeviceValue:
             )
         raise exc.TypeInferenceError(
             f"the truth value of {what} is only known on the device; `assert`, `and` / `or` / "
-            "`not`, `x if c else y`, `while`, and Python's max() / min() in a helper function "
+            "`not` outside an `if` test, `x if c else y`, `while`, and Python's max() / min() "
+            "in a helper function "
             "(only the kernel's own body has them rewritten) need a Python bool while the "
             "kernel is traced",
             hint="Use torch.where(...) for lanes, torch.maximum / torch.clamp_min (and the "

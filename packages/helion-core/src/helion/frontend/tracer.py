@@ -973,6 +973,53 @@ class Tracer(X16LoadEntryPoints):
                 result.append(DeviceValue(self, next(values)))
         return tuple(result)
 
+    def _condition_truth(self, value: Any, loc: tuple) -> Any:
+        """An operand of an `if` test's `and` / `or` / `not`: a Python value as it is, a 0-D
+        device value as a device bool (nonzero), a tensor argument as `if flag:` reads it."""
+        if isinstance(value, ConstExpr):
+            value = value.value
+        if isinstance(value, HostTensor):
+            value = self._host_condition(value, loc)
+        if not isinstance(value, DeviceValue):
+            return value
+        if self.to_operand(value).type.ndim != 0:
+            raise exc.TypeInferenceError(
+                "`and` / `or` / `not` on a tensor with dimensions is data dependent per lane; "
+                "use torch.logical_and / logical_or / logical_not with torch.where",
+                loc=self.location_fn(*loc),
+            )
+        if value.dtype == torch.bool:
+            return value
+        return torch.ne(value, 0)
+
+    def bool_op(self, kind: str, operands: list[Callable[[], Any]], loc: tuple) -> Any:
+        """`a and b` / `a or b` in an `if` test (the rewrite passes each operand as a thunk).
+        Python's rules while the operands are Python values; a 0-D device value (a comparison
+        of a scalar argument, a value read on the device) joins the others on the device with
+        logical_and / logical_or. The operands after a device value are traced whatever its
+        value: the device evaluates them, as torch.where evaluates both sides."""
+        combined: Any = None
+        value: Any = None
+        for get in operands:
+            value = self._condition_truth(get(), loc)
+            if isinstance(value, DeviceValue):
+                if combined is None:
+                    combined = value
+                elif kind == "and":
+                    combined = torch.logical_and(combined, value)
+                else:
+                    combined = torch.logical_or(combined, value)
+            elif (kind == "and") != bool(value):  # a false `and` operand, a true `or` operand
+                return value if combined is None else bool(value)
+        return value if combined is None else combined
+
+    def bool_not(self, operand: Any, loc: tuple) -> Any:
+        """`not a` in an `if` test: Python's `not`, or logical_not of a 0-D device value."""
+        value = self._condition_truth(operand, loc)
+        if isinstance(value, DeviceValue):
+            return torch.logical_not(value)
+        return not value
+
     def _host_condition(self, cond: HostTensor, loc: tuple) -> DeviceValue:
         """`if flag:` on a tensor argument: its truth value as torch gives it (one element,
         nonzero), read on the device at every launch, as an `if` on a device scalar is."""
