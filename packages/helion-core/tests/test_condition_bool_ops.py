@@ -80,3 +80,27 @@ def test_and_of_tiles_is_refused_with_a_pointer_to_logical_and() -> None:
     kernel = helion.kernel(lanes, backend="ref", autotune_effort="none")
     with pytest.raises(exc.TypeInferenceError, match="logical_and"):
         kernel(torch.randn(9))
+
+
+def noop_mask(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+    # torch.nn.attention.flex_attention.noop_mask: the size by keyword, 0-D
+    return b.new_ones(size=(), dtype=torch.bool, device=b.device)
+
+
+def masked(x: torch.Tensor, mask_mod) -> torch.Tensor:  # noqa: ANN001
+    out = torch.empty_like(x)
+    for tm, tn in hl.tile(x.size()):
+        m = mask_mod(tm.index[:, None], tm.index[:, None], tm.index[:, None], tn.index[None, :])
+        keep = torch.zeros(size=(tm, tn), dtype=torch.bool) | m
+        out[tm, tn] = torch.where(keep, x[tm, tn], float("-inf"))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["ref", "eager"])
+def test_creation_takes_the_size_by_keyword(backend: str) -> None:
+    """flex attention's default mask_mod made `new_ones(size=())`, refused as an unsupported
+    argument with the hint to leave it out."""
+    settings = {"ref_mode": helion.RefMode.EAGER} if backend == "eager" else {"backend": "ref"}
+    kernel = helion.kernel(masked, autotune_effort="none", **settings)
+    x = torch.randn(20, 13)
+    torch.testing.assert_close(kernel(x, noop_mask), x)

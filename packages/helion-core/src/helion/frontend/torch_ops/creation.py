@@ -159,13 +159,24 @@ def _full_like(
     return _emit_like(tracer, x, fill_value, dtype)
 
 
+def _size_given(name: str, dims: tuple, size: Any) -> tuple:
+    """The size of `torch.zeros(2, 3)`, `torch.zeros([2, 3])` or `torch.zeros(size=(2, 3))`
+    (torch's helpers, e.g. flex attention's `noop_mask`, pass it by keyword) as `*size`."""
+    if size is None:
+        return dims
+    if dims:
+        raise TypeError(f"{name}() got the size both as positional arguments and as size=")
+    return (size,)
+
+
 def _factory(fill: Any, name: str) -> Handler:
     """torch.zeros / ones / empty with a shape of tiles and sizes (reached through a tile among
     the sizes): hl.full's value, in torch's default dtype unless one is given."""
 
     def handler(
         tracer: Any,
-        *size: Any,
+        *dims: Any,
+        size: Any = None,
         out: Any = None,
         dtype: Any = None,
         layout: Any = None,
@@ -176,6 +187,7 @@ def _factory(fill: Any, name: str) -> Handler:
     ) -> DeviceValue:
         if out is not None:
             raise unsupported_argument(tracer, name, "out", "device code makes new values.")
+        size = _size_given(name, dims, size)
         check_creation(
             tracer,
             name,
@@ -232,13 +244,15 @@ def _new(fill: Any, name: str) -> Handler:
     def handler(
         tracer: Any,
         x: Any,
-        *size: Any,
+        *dims: Any,
+        size: Any = None,
         dtype: Any = None,
         device: Any = None,
         requires_grad: bool = False,
         layout: Any = None,
         pin_memory: bool = False,
     ) -> DeviceValue:
+        size = _size_given(name, dims, size)
         check_creation(
             tracer,
             name,
