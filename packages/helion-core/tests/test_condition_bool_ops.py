@@ -87,7 +87,7 @@ def noop_mask(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tenso
     return b.new_ones(size=(), dtype=torch.bool, device=b.device)
 
 
-def masked(x: torch.Tensor, mask_mod) -> torch.Tensor:  # noqa: ANN001
+def masked(x: torch.Tensor, mask_mod: object) -> torch.Tensor:
     out = torch.empty_like(x)
     for tm, tn in hl.tile(x.size()):
         m = mask_mod(tm.index[:, None], tm.index[:, None], tm.index[:, None], tn.index[None, :])
