@@ -55,6 +55,7 @@ def test_explicit_and_registered_block_sizes_are_honoured():
             info[tile.id, 3] = tile.count
             info[tile.id, 4] = tile.index.numel()
             info[tile.id, 5] = block
+        hl.barrier()  # the next loop writes `info` too
         for tile in hl.tile(n, block_size=40):
             info[7, tile.id] = tile.end - tile.begin
         return info

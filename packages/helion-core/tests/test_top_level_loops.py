@@ -95,6 +95,17 @@ def test_dependency_between_top_level_loops_is_an_error(fn):
         helion.kernel(fn, backend="ref").bind((torch.randn(11),))
 
 
+@pytest.mark.parametrize("fn", [_read_after_write, _write_after_write])
+def test_eager_mode_refuses_the_same_dependency(fn):
+    """Eager mode runs the loops one after the other and gave the sequential answer, so a
+    kernel developed there failed only once compiled."""
+    kernel = helion.kernel(fn, ref_mode=helion.RefMode.EAGER)
+    with pytest.raises(
+        exc.LoopDependencyError, match=r"'(tmp|out)' was written in a previous loop"
+    ):
+        kernel(torch.randn(11))
+
+
 def test_barrier_orders_the_loops():
     x = torch.randn(11)
     expected = x.flip(0) * 2 + 1

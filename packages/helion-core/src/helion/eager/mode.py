@@ -41,6 +41,7 @@ from helion.eager.jagged import jagged_end
 from helion.eager.stack import EagerStackTensor
 from helion.eager.stack import make_stack
 from helion.eager.tiles import RefTile
+from helion.frontend.loop_deps import LoopDependencies
 from helion.frontend.torch_ops.creation import CREATION_OPS
 from helion.frontend.torch_ops.creation import check_creation
 from helion.frontend.torch_ops.creation import check_device
@@ -376,9 +377,11 @@ class EagerTorchMode(TorchFunctionMode):
             return func(*args, **kwargs)
         if func is torch.Tensor.__getitem__:
             tensor, index = args
+            self.mode.access(tensor, False)
             return indexing.load(tensor, index)
         if func is torch.Tensor.__setitem__:
             tensor, index, value = args
+            self.mode.access(tensor, True)
             self.mode.check_write(tensor, write_name("store"))
             indexing.store(tensor, index, tiles_to_indices(value))
             return None
@@ -482,6 +485,9 @@ class EagerMode(X16LoadEntryPoints):
         requested = getattr(getattr(kernel, "settings", None), "index_dtype", None)
         self.index_dtype = index_dtype_for(requested, numel)
         self.depth = 0  # how many hl.tile / hl.grid loops are running around the current code
+        # what the top-level loops wrote since the last barrier (compiled kernels run them
+        # concurrently: a later loop may not touch it, `helion.frontend.loop_deps`)
+        self.loop_deps = LoopDependencies()
         self.made_tiles = False  # whether host code could hold a tile (then torch calls check)
         self.next_block_id = 0
         configs = list(getattr(kernel, "configs", []) or [])
@@ -641,6 +647,8 @@ class EagerMode(X16LoadEntryPoints):
         # a nested loop's carried values keep their types, as compiled kernels require (the
         # frame resuming this generator is the one running the `for`)
         carried = CarriedCheck(sys._getframe(1)) if self.depth else None
+        if not self.depth:
+            self.loop_deps.begin_loop()
         self.depth += 1
         self.running_tiles.append(())
         try:
@@ -654,11 +662,28 @@ class EagerMode(X16LoadEntryPoints):
         finally:
             self.running_tiles.pop()
             self.depth -= 1
+            if not self.depth:
+                self.loop_deps.end_loop()
 
     def hl_barrier(self) -> None:
         if self.depth:
             raise exc.BarrierOnlyAllowedAtTopLevel()
-        # loops run one after the other here: nothing to wait for
+        # loops run one after the other here: nothing to wait for, but later loops may now
+        # touch what earlier ones wrote
+        self.loop_deps.barrier()
+
+    def access(self, tensor: Any, write: bool) -> None:
+        """A device-code read or write of host tensor ``tensor`` (`LoopDependencyError` when an
+        earlier top-level loop wrote it with no barrier between)."""
+        if not isinstance(tensor, torch.Tensor) or not tensor.numel():
+            return
+        with torch._C.DisableTorchFunction():
+            if self._is_device_made(tensor):
+                return
+            key = tensor.untyped_storage().data_ptr()
+        self.loop_deps.access(
+            key, lambda: indexing._local_name(tensor), write, self.current_loc()
+        )
 
     # -- tunables ----------------------------------------------------------------------------------
 
@@ -800,6 +825,7 @@ class EagerMode(X16LoadEntryPoints):
             return tensor.load(list(index), tiles_to_indices(extra_mask))
         if not isinstance(tensor, torch.Tensor):
             raise exc.InvalidIndexingType(f"hl.load of a {type(tensor).__name__}")
+        self.access(tensor, False)
         with torch._C.DisableTorchFunction():
             return indexing.load(tensor, list(index), tiles_to_indices(extra_mask))
 
@@ -809,6 +835,7 @@ class EagerMode(X16LoadEntryPoints):
             return tensor.store(list(index), tiles_to_indices(value), tiles_to_indices(extra_mask))
         if not isinstance(tensor, torch.Tensor):
             raise exc.NonTensorSubscriptAssign(type(tensor).__name__)
+        self.access(tensor, True)
         self.check_write(tensor, write_name("store"))
         with torch._C.DisableTorchFunction():
             indexing.store(
@@ -837,6 +864,7 @@ class EagerMode(X16LoadEntryPoints):
             raise exc.TypeInferenceError(
                 f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}"
             )
+        self.access(target, True)
         self.check_write(target, write_name("atomic", kind))
         with torch._C.DisableTorchFunction():
             return indexing.atomic(

@@ -112,6 +112,10 @@ class LiftedConstant:
     index: int
 
 
+def _arg_name(arg: Any) -> Callable[[], str]:
+    return lambda: arg.name
+
+
 class Tracer(X16LoadEntryPoints):
     UNDEFINED = UNDEFINED
 
@@ -1161,7 +1165,7 @@ class Tracer(X16LoadEntryPoints):
             raise exc.InvalidIndexingType(
                 f"hl.load of a {type(tensor).__name__}", loc=self.current_loc()
             )
-        self.loop_deps.access(tensor.arg, False, self.current_loc())
+        self.loop_deps.access(tensor.arg.index, _arg_name(tensor.arg), False, self.current_loc())
         items, inputs, shape = self._index_items(tensor, index)
         mask_index = None
         mask = jagged.access_mask(self, shape, extra_mask, f"a load of {tensor.arg.name}")
@@ -1183,7 +1187,7 @@ class Tracer(X16LoadEntryPoints):
             if isinstance(tensor, DeviceValue):
                 raise exc.DeviceTensorSubscriptAssignmentNotAllowed(loc=self.current_loc())
             raise exc.NonTensorSubscriptAssign(type(tensor).__name__, loc=self.current_loc())
-        self.loop_deps.access(tensor.arg, True, self.current_loc())
+        self.loop_deps.access(tensor.arg.index, _arg_name(tensor.arg), True, self.current_loc())
         items, inputs, shape = self._index_items(tensor, index)
         stored = self._stored_value(value, shape, tensor.dtype)
         inputs.append(stored)
@@ -1261,7 +1265,7 @@ class Tracer(X16LoadEntryPoints):
                 f"hl.atomic_{kind} needs an integer or bool target, got {target.dtype}",
                 loc=self.current_loc(),
             )
-        self.loop_deps.access(target.arg, True, self.current_loc())
+        self.loop_deps.access(target.arg.index, _arg_name(target.arg), True, self.current_loc())
         items, inputs, shape = self._index_items(target, tuple(index))
         inputs.append(self._stored_value(value, shape, target.dtype))
         attrs = {
