@@ -68,3 +68,35 @@ def test_equal_captures_share_a_bound_kernel():
     assert kernel.bind((x, add1)) is kernel.bind((x, add2))
     torch.testing.assert_close(kernel(x, add1), x + t1)
     torch.testing.assert_close(kernel(x, add2), x + t2)
+
+
+SLOPES = torch.tensor([0.1, 0.3, 0.5, 0.7])
+
+
+def _biased(x: torch.Tensor, score_mod: object) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tb, tm in hl.tile(x.size()):
+        out[tb, tm] = score_mod(x[tb, tm][None, :, :], tb.index[None, :, None])[0]
+    return out
+
+
+def _constant_index(x: torch.Tensor, pick: object) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tb, tm in hl.tile(x.size()):
+        lanes = hl.arange(4)
+        out[tb, tm] = x[tb, tm] + pick(lanes).sum() + len(lanes)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["ref", "triton", "pallas"])
+def test_a_callable_indexes_a_tensor_it_captures_with_any_index(backend: str) -> None:
+    """torch took a device index with a constant first dim (`[1, tile, 1]`, `hl.arange(4)`)
+    for a sequence of indices and iterated it: "cannot iterate over a device tensor"."""
+    from helion.testing import require_backend
+
+    require_backend(backend)  # the isolated core run has only ref
+    x = torch.randn(4, 10)
+    alibi = helion.kernel(_biased, backend=backend, autotune_effort="none")
+    torch.testing.assert_close(alibi(x, lambda s, h: s + SLOPES[h]), x + SLOPES[:, None])
+    gather = helion.kernel(_constant_index, backend=backend, autotune_effort="none")
+    torch.testing.assert_close(gather(x, lambda i: SLOPES[i]), x + SLOPES.sum() + 4)

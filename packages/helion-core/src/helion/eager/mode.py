@@ -681,9 +681,7 @@ class EagerMode(X16LoadEntryPoints):
             if self._is_device_made(tensor):
                 return
             key = tensor.untyped_storage().data_ptr()
-        self.loop_deps.access(
-            key, lambda: indexing._local_name(tensor), write, self.current_loc()
-        )
+        self.loop_deps.access(key, lambda: indexing._local_name(tensor), write, self.current_loc())
 
     # -- tunables ----------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import dis
+import sys
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -25,6 +27,12 @@ from helion.language import _ops as ops
 
 if TYPE_CHECKING:
     from helion.frontend.tracer import Tracer
+
+
+#: the opcodes of `a[b]` and `a[b] = c` (DeviceValue.__len__)
+_SUBSCRIPT_OPCODES = frozenset(
+    dis.opmap[name] for name in ("BINARY_SUBSCR", "STORE_SUBSCR") if name in dis.opmap
+)
 
 
 class SymDim(int):
@@ -112,6 +120,12 @@ class DeviceValue:
         return self.tracer.call_torch(torch.Tensor.t, (self,), {})
 
     def __len__(self) -> int:
+        caller = sys._getframe(1)
+        if caller.f_code.co_code[caller.f_lasti] in _SUBSCRIPT_OPCODES:
+            # torch indexing a tensor with this value (`w[h]`, `w` captured by a callable
+            # argument) asks whether it is a sequence of indices before it dispatches to
+            # __torch_function__; with a length it would iterate it instead
+            raise TypeError("a device tensor index is not a sequence of indices")
         first = self.shape[0]
         if isinstance(first, int):
             return first
