@@ -221,3 +221,22 @@ def test_eager_names_bound_in_the_loop_are_fresh_each_iteration_and_nothing_else
     expected = ref(x, 0.5)
     torch.manual_seed(7)
     assert torch.equal(eager(x, 0.5), expected)
+
+
+def _block_sized_index(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for t in hl.tile(x.size(0), block_size=32):
+        idx = t.begin + hl.arange(t.block_size)
+        out[t] = x[t] + idx.to(torch.float32)
+    return out
+
+
+def test_eager_names_the_partial_tile_when_a_block_sized_value_does_not_fit() -> None:
+    """Compiled kernels mask the lanes past the end; eager mode's last tile has only its valid
+    lanes, and torch's broadcast error said nothing about why."""
+    kernel = helion.kernel(_block_sized_index, ref_mode=helion.RefMode.EAGER)
+    with pytest.raises(exc.ShapeMismatch) as info:
+        kernel(torch.randn(40))
+    assert "partial last tile (32:40, 8 of block size 32)" in str(info.value)
+    x = torch.randn(64)  # whole tiles: the same kernel runs
+    torch.testing.assert_close(kernel(x), x + torch.arange(64).float())

@@ -398,7 +398,7 @@ class EagerTorchMode(TorchFunctionMode):
             try:
                 return handler(*tiles_to_indices(args), **tiles_to_indices(kwargs))
             except RuntimeError as error:
-                raise _helion_error(error, func)  # noqa: B904
+                raise _helion_error(error, func, self.mode)  # noqa: B904
         inplace = _INPLACE.get(func)
         if inplace is None and func in _INPLACE_METHODS and _is_augmented_assignment():
             inplace = _INPLACE_METHODS[func]
@@ -406,7 +406,7 @@ class EagerTorchMode(TorchFunctionMode):
             try:
                 return inplace(*tiles_to_indices(args), **kwargs)
             except RuntimeError as error:
-                raise _helion_error(error, inplace)  # noqa: B904
+                raise _helion_error(error, inplace, self.mode)  # noqa: B904
         if func in _NO_IDENTITY:
             _check_not_empty(func, args, kwargs, self.mode.kernel)
         if func in _REFUSED_INPLACE:
@@ -423,7 +423,7 @@ class EagerTorchMode(TorchFunctionMode):
         try:
             result = func(*args, **kwargs)
         except RuntimeError as error:
-            raise _helion_error(error, func)  # noqa: B904
+            raise _helion_error(error, func, self.mode)  # noqa: B904
         if func in _CREATION_FUNCS and self.mode.depth:
             self.mode.made_on_device(result)
         return result
@@ -439,11 +439,27 @@ _SHAPE_ERRORS = (
 _NEGATIVE_SIZE = re.compile(r"negative dimension (-\d+)")
 
 
-def _helion_error(error: RuntimeError, func: Any) -> BaseException:
+def _helion_error(error: RuntimeError, func: Any, mode: EagerMode | None = None) -> BaseException:
     """The error compiled kernels give for what a torch call in device code raised (shapes that
     do not broadcast, a negative size, an integer division by zero), else `error` itself. The
     kernel's line is added by `run_eager`."""
     translated = _translate(error, func)
+    if isinstance(translated, exc.ShapeMismatch) and mode is not None:
+        partial = [
+            tile
+            for tiles in mode.running_tiles
+            for tile in tiles
+            if isinstance(tile, RefTile) and tile.end - tile.begin < tile.block_size
+        ]
+        if partial:  # the likely cause: a value sized by the block size, not by the tile
+            tile = partial[0]
+            translated.hint = (
+                f"Eager mode runs a partial last tile ({tile.begin}:{tile.end}, "
+                f"{tile.end - tile.begin} of block size {tile.block_size}) with only its valid "
+                "lanes; a value sized by the block size (hl.arange(tile.block_size), "
+                "hl.zeros([tile.block_size])) does not match it. Size it by the tile "
+                "(tile.index, hl.zeros([tile])), or pick a block size that divides the range."
+            )
     return error if translated is None else translated
 
 
