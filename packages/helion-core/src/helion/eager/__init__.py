@@ -113,7 +113,7 @@ def _with_device_replacements(fn: Any) -> Any:
     meaning (`torch._higher_order_ops.associative_scan`) to their hl versions, and `min`/`max`
     to hl's (elementwise on tensors, Python's on numbers, as in compiled device code)."""
     import helion.language as hl
-    from helion.language._combine import device_replacements
+    from helion.language._device_globals import device_replacements
 
     namespace = getattr(fn, "__globals__", None)
     if namespace is None:

@@ -952,7 +952,7 @@ def make_device_function(
     split: SplitKernel, factory_code: types.CodeType, overrides: dict[str, Any]
 ) -> Callable:
     """The device function, with builtins replaced as device code expects (range → hl.grid, ...)."""
-    from helion.language._combine import device_replacements
+    from helion.language._device_globals import device_replacements
 
     namespace = dict(split.source.fn.__globals__)
     namespace.update(device_replacements(namespace))  # torch functions with a device meaning

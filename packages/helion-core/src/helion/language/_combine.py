@@ -254,12 +254,3 @@ def torch_associative_scan(
         reverse=reverse,
         tuple_form=is_sequence,
     )
-
-
-def device_replacements(namespace: dict) -> dict:
-    """Global names of a kernel bound to torch functions that device code gives Helion's meaning
-    (`from torch._higher_order_ops import associative_scan`), with their replacements."""
-    original = _torch_associative_scan()
-    if original is None:
-        return {}
-    return {name: torch_associative_scan for name, value in namespace.items() if value is original}
