@@ -293,6 +293,70 @@ def test_unary_op(backend, dtype, name, fn, check):
     run_unary(fn, floats(dtype), backend, check)
 
 
+def _probability(q: torch.Tensor) -> torch.Tensor:
+    """Targets in [0, 1] that every dtype holds exactly (a sigmoid would round in 16 bits)."""
+    return (q > 0).to(q.dtype) * 0.75 + (q > 1).to(q.dtype) * 0.25
+
+
+# losses and two-operand math (helion.frontend.torch_ops.losses), with the special values in both
+# operands: public Helion's fused_linear_jsd calls F.kl_div(..., reduction="none")
+BINARY_LOSS_CASES = [
+    ("xlogy", lambda p, q: torch.xlogy(p, q)),
+    ("special_xlogy", lambda p, q: torch.special.xlogy(p.abs(), q)),
+    ("logaddexp", lambda p, q: torch.logaddexp(p, q)),
+    ("logaddexp_method", lambda p, q: p.logaddexp(q)),
+    ("addcmul", lambda p, q: torch.addcmul(p, q, p, value=0.5)),
+    ("hypot", lambda p, q: torch.hypot(p, q)),
+    ("mse_loss", lambda p, q: F.mse_loss(p, q, reduction="none")),
+    ("huber_loss", lambda p, q: F.huber_loss(p, q, reduction="none", delta=0.7)),
+    ("smooth_l1_loss", lambda p, q: F.smooth_l1_loss(p, q, reduction="none", beta=1.5)),
+    ("smooth_l1_loss_beta0", lambda p, q: F.smooth_l1_loss(p, q, reduction="none", beta=0.0)),
+    (
+        "bce_logits",
+        lambda p, q: F.binary_cross_entropy_with_logits(p, _probability(q), reduction="none"),
+    ),
+    (
+        "bce_logits_weights",
+        lambda p, q: F.binary_cross_entropy_with_logits(
+            p, _probability(q), weight=q, pos_weight=p.abs(), reduction="none"
+        ),
+    ),
+    ("kl_div", lambda p, q: F.kl_div(p, q.abs(), reduction="none")),
+    ("kl_div_log_target", lambda p, q: F.kl_div(p, q, reduction="none", log_target=True)),
+]
+
+
+@pytest.mark.parametrize("name, fn", BINARY_LOSS_CASES, ids=[c[0] for c in BINARY_LOSS_CASES])
+def test_loss_and_binary_math(backend, dtype, name, fn):
+    """16-bit inputs: against torch in float32, rounded once. The decompositions compute in
+    float32, as torch's CUDA kernels do; its CPU kernels round intermediate results (a - b, a
+    log term) to the input's dtype, which a cancellation can turn into 16% in bf16. Eager
+    mode runs those CPU kernels."""
+    torch.manual_seed(len(name))
+    a, b = floats(dtype), floats(dtype).flip(0)
+    # eager mode runs torch's own CPU kernels
+    expected = fn(a, b) if backend == "eager" else fn(a.float(), b.float()).to(dtype)
+    out = torch.empty_like(expected)
+    actual = _kernel(binary_kernel, backend)(a.clone(), b.clone(), out, fn)
+    assert_matches(actual, expected, CLOSE)
+
+
+def test_entr_and_normalize(backend, dtype):
+    torch.manual_seed(9)
+    run_unary(lambda v: torch.special.entr(v), floats(dtype), backend, CLOSE)
+    x = floats(dtype, specials=False)
+    run_rows(lambda v: F.normalize(v, dim=-1), x, backend, keepdim=True)
+    run_rows(lambda v: F.normalize(v, p=1.0, dim=1, eps=1e-3), x, backend, keepdim=True)
+
+
+@pytest.mark.parametrize("compiled", [b for b in BACKENDS if b != "eager"])
+def test_losses_refuse_a_reduction(compiled):
+    """A reduced loss is refused by name (eager mode runs torch's own, reduced on the host)."""
+    x = floats(torch.float32)
+    with pytest.raises(exc.UnsupportedTorchOp, match="reduction"):
+        run_binary(lambda p, q: F.mse_loss(p, q), x, x, compiled, CLOSE)
+
+
 INT_CASES = [
     ("square", lambda v: torch.square(v)),
     ("clamp_min", lambda v: torch.clamp_min(v, -3)),

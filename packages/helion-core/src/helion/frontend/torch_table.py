@@ -25,6 +25,7 @@ from __future__ import annotations
 from helion.frontend.torch_ops import activations as _activations  # noqa: F401
 from helion.frontend.torch_ops import creation as _creation  # noqa: F401
 from helion.frontend.torch_ops import elementwise as _elementwise  # noqa: F401
+from helion.frontend.torch_ops import losses as _losses  # noqa: F401
 from helion.frontend.torch_ops import reductions as _reductions  # noqa: F401
 from helion.frontend.torch_ops import views as _views  # noqa: F401
 from helion.frontend.torch_ops.matmul import emit_dot as emit_dot
