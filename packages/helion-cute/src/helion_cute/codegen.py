@@ -52,6 +52,9 @@ from helion_cute.source import Slot
 from helion_cute.source import cutlass_type
 from helion_cute.source import element_bytes
 from helion_cute.source import literal
+from helion_cute.source import memory_type
+from helion_cute.source import register_data
+from helion_cute.source import register_element
 from helion_cute.tunables import DEFAULT_THREADS
 from helion_cute.tunables import CuteOptions
 from helion_cute.values import CVal
@@ -437,10 +440,12 @@ class KernelEmitter:
             return value
         regs = self.fresh("r")
         self.line(
-            f"{regs} = cute.make_rmem_tensor({self.shape(value.axes)!r}, {cutlass_type(value.dtype)})"
+            f"{regs} = cute.make_rmem_tensor({self.shape(value.axes)!r}, {memory_type(value.dtype)})"
         )
-        self.line(f"{regs}.store({value.expr})")
-        return self.define("v", f"{regs}[0]", kind="scalar", dtype=value.dtype)
+        self.line(f"{regs}.store({register_data(value.expr, value.dtype)})")
+        return self.define(
+            "v", register_element(f"{regs}[0]", value.dtype), kind="scalar", dtype=value.dtype
+        )
 
     def thread_base(self, key: sympy.Expr) -> str:
         """Expression of the thread's first local coordinate along an axis ("0" when unsplit)."""

@@ -36,6 +36,8 @@ from helion_cute.source import cutlass_type
 from helion_cute.source import element_bytes
 from helion_cute.source import literal
 from helion_cute.source import memory_type
+from helion_cute.source import register_data
+from helion_cute.source import register_element
 from helion_cute.values import CVal
 
 MAX_VECTOR_BYTES = 16
@@ -308,9 +310,9 @@ class Chunks:
             if isinstance(index, CVal) and index.is_frag:
                 regs = ctx.fresh("ix")
                 ctx.line(
-                    f"{regs} = cute.make_rmem_tensor({ctx.shape(index.axes)!r}, {cutlass_type(index.dtype)})"
+                    f"{regs} = cute.make_rmem_tensor({ctx.shape(index.axes)!r}, {memory_type(index.dtype)})"
                 )
-                ctx.line(f"{regs}.store({index.expr})")
+                ctx.line(f"{regs}.store({register_data(index.expr, index.dtype)})")
                 table = ctx.table([layout.flat_index(index.axes, e) for e in first])
                 self.gather_parts.append(f"{ctx.index_type}({regs}[{table}[_c]]) * {dim.stride}")
             else:
@@ -320,11 +322,11 @@ class Chunks:
             if mask.is_frag:
                 regs = ctx.fresh("mk")
                 ctx.line(
-                    f"{regs} = cute.make_rmem_tensor({ctx.shape(mask.axes)!r}, cutlass.Boolean)"
+                    f"{regs} = cute.make_rmem_tensor({ctx.shape(mask.axes)!r}, {memory_type(torch.bool)})"
                 )
-                ctx.line(f"{regs}.store({mask.expr})")
+                ctx.line(f"{regs}.store({register_data(mask.expr, torch.bool)})")
                 table = ctx.table([layout.flat_index(mask.axes, e) for e in first])
-                self.pred_parts.append(f"{regs}[{table}[_c]]")
+                self.pred_parts.append(register_element(f"{regs}[{table}[_c]]", torch.bool))
             else:
                 self.pred_parts.append(mask.expr)
         elif mask is not None and not mask:

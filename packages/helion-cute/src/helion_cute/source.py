@@ -43,6 +43,25 @@ def memory_type(dtype: torch.dtype) -> str:
     return "cutlass.Uint8" if dtype == torch.bool else cutlass_type(dtype)
 
 
+# A register tensor that a generated value is copied into is typed ``memory_type(dtype)``; its
+# contents are written with :func:`register_data` and read with :func:`register_element`.
+# Storing a Boolean value into a Boolean tensor makes the DSL cache the value's i8 form on the
+# Python object (``_value_int8``) in whatever region the store happens; the generator binds a
+# value to one name and reuses it, so a second store outside a loop or branch that held the
+# first one would use a value from inside that body (IR verification: "operand does not
+# dominate this use"). A bool value is therefore held as 0/1 bytes, converted at each store.
+
+
+def register_data(expr: str, dtype: torch.dtype) -> str:
+    """``expr``, a fragment of ``dtype``, as it is stored into a register tensor."""
+    return f"{expr}.to(cutlass.Uint8)" if dtype == torch.bool else expr
+
+
+def register_element(expr: str, dtype: torch.dtype) -> str:
+    """An element ``expr`` read from a register tensor of ``dtype`` values, as ``dtype``."""
+    return f"cutlass.Boolean({expr})" if dtype == torch.bool else expr
+
+
 def element_bytes(dtype: torch.dtype) -> int:
     return 1 if dtype == torch.bool else dtype.itemsize
 
