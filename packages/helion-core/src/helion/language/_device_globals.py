@@ -58,9 +58,11 @@ _TORCH_COUNTERPARTS: dict[str, Callable[..., Any]] = {
 
 
 def _on_device(*values: Any) -> bool:
+    """Whether any of ``values`` is a 0-D device value (one with dimensions goes to `math`'s
+    own function, whose `float()` of it names the line and points at torch's function)."""
     from helion.frontend.proxies import DeviceValue
 
-    return any(isinstance(value, DeviceValue) for value in values)
+    return any(isinstance(value, DeviceValue) and value.ndim == 0 for value in values)
 
 
 def _device_math_function(name: str) -> Callable[..., Any]:
