@@ -25,7 +25,6 @@ import types
 from typing import Any
 from typing import Callable
 from typing import Collection
-from typing import Sequence
 
 from helion import exc
 
@@ -248,29 +247,6 @@ def check_eager_global_writes(fn: Callable) -> None:
 _EAGER_CODE: dict[types.CodeType, types.CodeType] = {}
 
 
-_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _bound_names(nodes: Sequence[ast.AST]) -> set[str]:
-    """The names ``nodes`` bind in their function's scope (not in nested functions, lambdas,
-    classes or comprehensions: those bind their own)."""
-    names: set[str] = set()
-    pending = list(nodes)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            continue
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, _OWN_SCOPES):
-            continue
-        pending.extend(ast.iter_child_nodes(node))
-    return names
-
-
 def _unbind(name: str, where: ast.stmt) -> ast.stmt:
     """``try: del name / except NameError: pass`` at ``where``'s position."""
     statement = ast.Try(
@@ -305,13 +281,10 @@ def eager_code(fn: Callable) -> types.CodeType:
         args = func.args
         outside = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         outside |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-        in_loops = {id(node) for loop in loops for node in ast.walk(loop)}
-        outside |= _bound_names(
-            [n for stmt in func.body for n in ast.walk(stmt) if id(n) not in in_loops]
-        )
+        outside |= set(host_bound_names([stmt for stmt in func.body if stmt not in loops]))
         changed = False
         for loop in loops:
-            names = _bound_names(loop.body) - _bound_names([loop.target]) - outside
+            names = set(host_bound_names(loop.body)) - set(assigned_names(loop.target)) - outside
             if names:
                 loop.body[0:0] = [_unbind(name, loop.body[0]) for name in sorted(names)]
                 changed = True
