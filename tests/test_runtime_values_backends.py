@@ -4,7 +4,9 @@
   from the end when negative, as in torch: it read before the tensor (Triton read and wrote
   neighbouring memory, Pallas gave NaN);
 - host code that changes an argument's strides in place (`x.t_()`) gets the code traced for
-  the new strides (the guards trusted the layout the argument had when its key was taken).
+  the new strides (the guards trusted the layout the argument had when its key was taken);
+- an inner `hl.tile(lo, hi)` whose bounds are device values runs zero times when `lo > hi`,
+  as Python's `range` does; eager mode raised `InvalidTileRange` there.
 """
 
 from __future__ import annotations
@@ -66,3 +68,46 @@ def test_host_code_that_transposes_an_argument_in_place(backend: str) -> None:
     a = torch.randn(6, 6)
     for flip in (False, True, False, True):
         torch.testing.assert_close(kernel(a.clone(), flip), a.t() if flip else a)
+
+
+def segment_sums(x: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    out = x.new_empty([starts.size(0), x.size(1)])
+    for s, tn in hl.tile([starts.size(0), x.size(1)], block_size=[1, None]):
+        acc = hl.zeros([tn], dtype=torch.float32)
+        for tr in hl.tile(starts[s.begin], ends[s.begin]):
+            acc = acc + x[tr, tn].sum(0)
+        out[s.begin, tn] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, "eager"])
+def test_a_reversed_device_range_runs_zero_times(backend: str) -> None:
+    if backend == "eager":
+        kernel = helion.kernel(segment_sums, ref_mode=helion.RefMode.EAGER)
+    else:
+        require_backend(backend)
+        kernel = helion.kernel(segment_sums, backend=backend, autotune_effort="none")
+    x = torch.randn(23, 13)
+    # segment 1 and 3 are reversed (start > end): empty, as torch's x[9:4] is
+    starts = torch.tensor([0, 9, 4, 20, 11])
+    ends = torch.tensor([4, 4, 11, 6, 23])
+    expected = torch.stack([x[a:b].sum(0) for a, b in zip(starts.tolist(), ends.tolist())])
+    torch.testing.assert_close(kernel(x, starts, ends), expected)
+
+
+def reversed_static_range(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for t in hl.tile(x.size(0)):
+        for u in hl.tile(5, 2):
+            out[t] = x[t] + u.begin
+    return out
+
+
+@pytest.mark.parametrize("backend", ["ref", "eager"])
+def test_a_reversed_constant_range_is_refused(backend: str) -> None:
+    if backend == "eager":
+        kernel = helion.kernel(reversed_static_range, ref_mode=helion.RefMode.EAGER)
+    else:
+        kernel = helion.kernel(reversed_static_range, backend=backend, autotune_effort="none")
+    with pytest.raises(helion.exc.InvalidTileRange):
+        kernel(torch.randn(7))

@@ -576,7 +576,11 @@ class EagerMode(X16LoadEntryPoints):
 
     # -- loops -----------------------------------------------------------------------------------
 
-    def _ranges(self, begin_or_end: Any, end_or_none: Any) -> tuple[bool, list[int], list[int]]:
+    def _ranges(
+        self, begin_or_end: Any, end_or_none: Any
+    ) -> tuple[bool, list[int], list[int], list[bool]]:
+        """Whether the loop is multi-dim, its begins and ends, and per dim whether a bound was a
+        device value (data-dependent: compiled kernels then run a reversed range zero times)."""
         multi = _is_sequence(begin_or_end) or _is_sequence(end_or_none)
         if end_or_none is None:
             ends = list(begin_or_end) if _is_sequence(begin_or_end) else [begin_or_end]
@@ -588,7 +592,11 @@ class EagerMode(X16LoadEntryPoints):
             raise exc.RankMismatch(len(begins), len(ends), "begin and end of hl.tile")
         begin_ints = [_int(b, "a loop bound") for b in begins]
         end_ints = [_int(e, "a loop bound") for e in ends]
-        return multi, begin_ints, end_ints
+        data_dependent = [
+            isinstance(b, torch.Tensor) or isinstance(e, torch.Tensor)
+            for b, e in zip(begins, ends, strict=True)
+        ]
+        return multi, begin_ints, end_ints, data_dependent
 
     def _warn_config_block_sizes(self) -> None:
         """Public Helion's BlockSizeIgnoredInInterpretMode, once a run: the kernel's config
@@ -602,7 +610,7 @@ class EagerMode(X16LoadEntryPoints):
     def hl_tile(
         self, begin_or_end: Any, end_or_none: Any = None, *, block_size: Any = None
     ) -> Iterator[Any]:
-        multi, begins, ends = self._ranges(begin_or_end, end_or_none)
+        multi, begins, ends, data_dependent = self._ranges(begin_or_end, end_or_none)
         if _is_sequence(block_size):
             block_sizes = list(block_size)
             if len(block_sizes) != len(ends):
@@ -613,9 +621,11 @@ class EagerMode(X16LoadEntryPoints):
             # the parent of the jagged loop inside then holds one length (see eager.jagged)
             block_sizes = [1] * len(ends)
         steps = []
-        for begin, end, size in zip(begins, ends, block_sizes, strict=True):
+        for i, (begin, end, size) in enumerate(zip(begins, ends, block_sizes, strict=True)):
             if begin > end:
-                raise exc.InvalidTileRange(begin, end)
+                if not data_dependent[i]:  # compiled kernels refuse it when tracing
+                    raise exc.InvalidTileRange(begin, end)
+                end = ends[i] = begin  # empty, as a compiled loop over device bounds
             if size is None:
                 # an autotuned block size: one tile spans the range
                 steps.append(max(end - begin, 1))
@@ -638,7 +648,7 @@ class EagerMode(X16LoadEntryPoints):
     def hl_grid(
         self, begin_or_end: Any, end_or_none: Any = None, *, step: Any = None
     ) -> Iterator[Any]:
-        multi, begins, ends = self._ranges(begin_or_end, end_or_none)
+        multi, begins, ends, _ = self._ranges(begin_or_end, end_or_none)
         if step not in (None, 1):  # as compiled kernels refuse it
             raise exc.GridStepNotSupported(step)
         per_dim = [list(range(b, e)) for b, e in zip(begins, ends, strict=True)]
