@@ -83,11 +83,17 @@ class KernelAnalysis:
                 slot.eviction = eviction
                 eviction += 1
             self.memory_slots[id(mem.node)] = slot
-        self.written_tensors = {
-            node.attrs["tensor"].index
-            for node in ir.walk()
-            if node.op.memory in ("store", "atomic")
-        }
+        # per top-level node of the device body (a device loop, in practice): its position and
+        # the kernel tensors written anywhere inside it
+        self.device_loop_of: dict[int, int] = {}
+        self.written_in_loop: list[set[int]] = []
+        for position, top in enumerate(ir.body.nodes):
+            written: set[int] = set()
+            for node in (top, *(inner for region in top.regions for inner in region.walk())):
+                self.device_loop_of[id(node)] = position
+                if node.op.memory in ("store", "atomic"):
+                    written.add(node.attrs["tensor"].index)
+            self.written_in_loop.append(written)
         self.rdim_infeasible: dict[int, str] = {}
         for info in ir.reduction_blocks():
             reason = self._looped_reduction_problem(info)
@@ -177,7 +183,8 @@ class KernelAnalysis:
     def _looped_reduction_problem(self, info: BlockSizeInfo) -> str | None:
         symbol = info.symbol
         others = self.rdim_symbols() - {symbol}
-        reads: set[int] = set()
+        # (device loop, tensor) of each load over the dimension
+        reads: set[tuple[int, int]] = set()
         for node in self.ir.walk():
             block = self.node_block[id(node)]
             for out in node.outputs:
@@ -210,7 +217,7 @@ class KernelAnalysis:
             ):
                 return f"{node.op.name} along the dimension"
             if node.op.memory == "load":
-                reads.add(node.attrs["tensor"].index)
+                reads.add((self.device_loop_of[id(node)], node.attrs["tensor"].index))
             if node.op.memory == "atomic" and any(self.users(out) for out in node.outputs):
                 return "the result of an atomic over the dimension is used"
             for out in node.outputs:
@@ -221,8 +228,14 @@ class KernelAnalysis:
                         continue
                     if not self.is_rdim_sink(use.node, out, symbol):
                         return f"{use.node.op.name} removes the dimension without reducing it"
-        if reads & self.written_tensors:
-            return "a tensor read over the dimension is also written by the kernel"
+        # A looped reduction loads each chunk where the reduction consuming it stands (once per
+        # loop over the chunks that needs it), not where the load was written: a write to the
+        # same tensor in the same device loop could land in between. Writes in other device
+        # loops cannot: a program runs one loop's tile bodies apart from another's, and across
+        # programs only hl.barrier orders the loops (without one the kernel races whatever the
+        # config). This is what lets a split-K buffer filled by one loop be reduced by the next.
+        if any(tensor in self.written_in_loop[loop] for loop, tensor in reads):
+            return "a tensor read over the dimension is also written in the same device loop"
         return None
 
     # -- flattened loops ------------------------------------------------------------------------------

@@ -197,7 +197,12 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
         for info in ir.reduction_blocks():
             if info.block_id in analysis.rdim_infeasible and info.config_index is not None:
                 fragment = spec["reduction_loops"].fragments[info.config_index]
-                spec.set_item("reduction_loops", info.config_index, fragment.restrict([None]))
+                spec.set_item(
+                    "reduction_loops",
+                    info.config_index,
+                    fragment.restrict([None]),
+                    reason=_persistent_reason(info, analysis.rdim_infeasible[info.block_id]),
+                )
     if "flatten_loops" in spec:
         for loop_id, index in analysis.flatten_index.items():
             if loop_id in analysis.flatten_problems:
@@ -209,6 +214,21 @@ def adjust_spec(ir: KernelIR, spec: Any, target: TritonTarget, analysis: KernelA
             if not _static_range_possible(ir, spec, loop):
                 fragment = spec["static_ranges"].fragments[index]
                 spec.set_item("static_ranges", index, fragment.restrict([False]))
+
+
+def _persistent_reason(info: Any, problem: str) -> str:
+    """Why the Triton backend keeps reduction dimension ``info`` whole, with its source."""
+    where = ""
+    loc = info.loc
+    if loc is not None:
+        where = f" at {loc.filename}:{loc.lineno}"
+        line = loc.line()
+        if line and line.strip():
+            where += f" `{line.strip()}`"
+    return (
+        f"the triton backend cannot loop over the reduction dimension {info.symbol}{where} "
+        f"in chunks: {problem}"
+    )
 
 
 PERSISTENT_PID_TYPES = ("persistent_blocked", "persistent_interleaved")

@@ -158,6 +158,7 @@ class ConfigSpec:
         self._removed: set[str] = set()
         self._user_tunables: list[str] = []
         self._restrict_reasons: dict[str, str] = {}
+        self._item_reasons: dict[tuple[str, int], str] = {}
         #: Leading entries of public Helion's ``range_*`` lists that belong to the top-level loop
         #: (1 for a kernel with one top-level loop): a list that long has them dropped, so a
         #: config written for public Helion loads.
@@ -230,12 +231,22 @@ class ConfigSpec:
         field.fragments.append(fragment)
         return len(field.fragments) - 1
 
-    def set_item(self, name: str, index: int, fragment: ConfigSpecFragment) -> None:
-        """Replace item ``index`` of list field ``name`` (e.g. raise a block size's minimum)."""
+    def set_item(
+        self, name: str, index: int, fragment: ConfigSpecFragment, *, reason: str | None = None
+    ) -> None:
+        """Replace item ``index`` of list field ``name`` (e.g. raise a block size's minimum).
+
+        ``reason`` is appended to the error when a config gives this item a value the new
+        fragment does not accept.
+        """
         field = self._fields.get(name)
         if not isinstance(field, ListField):
             raise KeyError(f"{name!r} is not a list field of this spec")
         field.fragments[index] = self._fragment_for(name, fragment)
+        if reason:
+            self._item_reasons[(name, index)] = reason
+        else:
+            self._item_reasons.pop((name, index), None)
 
     def set_scalar(self, name: str, fragment: ConfigSpecFragment | None = None) -> None:
         """Add or replace scalar field ``name``."""
@@ -274,6 +285,7 @@ class ConfigSpec:
         if name in self._user_tunables:
             self._user_tunables.remove(name)
         self._removed.add(name)
+        self._item_reasons = {key: v for key, v in self._item_reasons.items() if key[0] != name}
 
     def restrict(
         self, name: str, allowed_values: Iterable[object], *, reason: str | None = None
@@ -307,6 +319,7 @@ class ConfigSpec:
         other._removed = set(self._removed)
         other._user_tunables = list(self._user_tunables)
         other._restrict_reasons = dict(self._restrict_reasons)
+        other._item_reasons = dict(self._item_reasons)
         other.default_overrides = dict(self.default_overrides)
         other.outer_range_slots = self.outer_range_slots
         return other
@@ -585,8 +598,10 @@ class ConfigSpec:
     ) -> exc.InvalidConfig:
         where = f"config[{name!r}]" if index is None else f"config[{name!r}][{index}]"
         text = f"Invalid value {where} = {value!r}: {reason}"
-        if name in self._restrict_reasons:
-            text += f" ({self._restrict_reasons[name]})"
+        because = self._item_reasons.get((name, index)) if index is not None else None
+        because = because or self._restrict_reasons.get(name)
+        if because:
+            text += f" ({because})"
         return exc.InvalidConfig(text)
 
     def _normalize_scalar(self, name: str, field: ScalarField, value: object) -> object:
