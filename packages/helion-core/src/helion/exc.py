@@ -1315,6 +1315,8 @@ class InternalError(BaseError):
 class TritonError(BaseError):
     message = "Error from Triton code:\n{0}\n\nError running generated Triton program:\n{1}\n{2}"
     defaults = ("", "", "")
+    #: the autotuner's one-line reason for a failed candidate then names the cause instead
+    leads_with_source = True
 
 
 class TritonUnrecoverableRuntimeError(BaseError):

@@ -99,6 +99,10 @@ def call_with_timeout(fn: Callable[[], Any], seconds: float | None) -> Any:
 
 # ================================================================================ errors
 def _describe(error: BaseException) -> str:
+    cause = error.__cause__
+    if cause is not None and getattr(error, "leads_with_source", False):
+        # its text opens with the generated program, so a short reason would show only that
+        return f"{type(error).__name__}: {_describe(cause)}"
     # whitespace collapsed: compiler errors often start with a bare header line
     text = " ".join(str(error).split())
     if len(text) > 300:
