@@ -13,6 +13,11 @@ NaN-propagating max reductions they are generated with (torch's semantics: `tl.r
 `tl.maximum(..., propagate_nan=ALL)` combine) and with plain `tl.max` / `tl.maximum` (what the
 code generator emitted before): does returning NaN as torch does cost time?
 
+embedding: the 8192-token gather against torch eager (index_select), torch.compile and a copy of
+the same bytes, under the last quick picks and under persistent grids whose tile loop Triton may
+software-pipeline (`num_stages` on the persistent `tl.range`, patched in here): can a program
+that walks many rows prefetch the next row while it stores the current one?
+
 rope: the example tiles heads over max(q heads, k heads) and masks the k heads it does not have
 (8 of 32 here: 3/4 of the k lanes idle); `rope_split` gives q and k a top-level loop each, in the
 same launch; `rope_loads_first` loads k before storing q.
@@ -30,17 +35,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
 import add as add_example
 import cross_entropy as cross_entropy_example
+import embedding as embedding_example
 import geglu as geglu_example
 import rope as rope_example
 import softmax as softmax_example
 import swiglu as swiglu_example
 from _timing import Timer
 from _timing import copy_bandwidth_tbs
+from _timing import copy_fn
 from run import BENCHES
 
 import helion
 import helion.language as hl
 import helion_triton.codegen as triton_codegen
+import helion_triton.dispatch as triton_dispatch
 import helion_triton.reductions as triton_reductions
 
 
@@ -330,7 +338,76 @@ def nan_max(probe: Probe) -> None:
             probe.kernel(f"{name} NaN max", name, kernel, config, args, expected)
 
 
+class _PipelinedPersistentLoop:
+    """Emit the persistent grid's tile loop as ``tl.range(..., num_stages=stages)``."""
+
+    def __init__(self, stages: int) -> None:
+        self.stages = stages
+        self.original = triton_dispatch._persistent
+
+    def __enter__(self) -> None:
+        original, stages = self.original, self.stages
+
+        def patched(cg, loops, pid_type, barrier):
+            emit = cg.emit
+
+            def emit_with_stages(line: str, *a, **k):
+                if line.startswith("for virtual_pid"):  # "for v in tl.range(a, b[, c]):"
+                    line = line[: -len("):")] + f", num_stages={stages}):"
+                return emit(line, *a, **k)
+
+            cg.emit = emit_with_stages
+            try:
+                return original(cg, loops, pid_type, barrier)
+            finally:
+                cg.emit = emit
+
+        triton_dispatch._persistent = patched
+
+    def __exit__(self, *exc_info) -> None:
+        triton_dispatch._persistent = self.original
+
+
+def embedding(probe: Probe) -> None:
+    name = "embedding"
+    args = BENCHES[name].make_args(probe.device)
+    expected = BENCHES[name].reference(*args)
+    nbytes = BENCHES[name].work(args) // 2
+    copy = copy_fn(nbytes, probe.device)
+    ms = probe.timer.median_ms(copy, queued=True)
+    print(f"{'a copy of the same bytes':62} {ms * 1e3:8.2f} us  {2 * nbytes / ms / 1e9:.3f} TB/s")
+    probe.time("torch eager (F.embedding)", name, BENCHES[name].reference, args, expected)
+    probe.compiled(name, args, expected)
+    plain = [
+        {"block_sizes": [1, 4096], "num_warps": 4},
+        {"block_sizes": [64, 1024], "num_warps": 32, "loop_orders": [[1, 0]]},
+        {"block_sizes": [1, 4096], "num_warps": 4, "load_eviction_policies": ["", "first"]},
+    ]
+    for config in plain:
+        probe.kernel(name, name, embedding_example.embedding, config, args, expected)
+    persistent = []
+    for pid_type in ("persistent_interleaved", "persistent_blocked"):
+        for multiplier in (1, 2, 4, 8):
+            persistent.append(
+                {
+                    "block_sizes": [1, 4096],
+                    "num_warps": 4,
+                    "pid_type": pid_type,
+                    "num_sm_multiplier": multiplier,
+                }
+            )
+    persistent.append(
+        {"block_sizes": [2, 4096], "num_warps": 8, "pid_type": "persistent_interleaved"}
+    )
+    for stages in (1, 2, 3):
+        with _PipelinedPersistentLoop(stages):
+            kernel = helion.kernel(embedding_example.embedding.fn)  # its own code per patch
+            for config in persistent:
+                probe.kernel(f"{name} loop stages={stages}", name, kernel, config, args, expected)
+
+
 QUESTIONS = {
+    "embedding": embedding,
     "nan_max": nan_max,
     "geglu": geglu,
     "rope": rope,
