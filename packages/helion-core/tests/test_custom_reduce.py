@@ -5,6 +5,7 @@ and random configs, and in eager mode, against PyTorch on non-power-of-two shape
 from __future__ import annotations
 
 import random
+import warnings
 
 import pytest
 import torch
@@ -421,3 +422,48 @@ def test_bad_combiners_and_arguments_are_reported_with_the_line(kernel, combine,
 def test_hl_reduce_outside_device_code_is_an_error():
     with pytest.raises(exc.NotInsideKernel):
         hl.reduce(add, torch.randn(4))
+
+
+def _rowmax_default_other(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tm in hl.tile(x.size(0)):
+        out[tm] = hl.reduce(torch.maximum, x[tm, :], dim=1)
+    return out
+
+
+def _rowmax_identity_other(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tm in hl.tile(x.size(0)):
+        out[tm] = hl.reduce(torch.maximum, x[tm, :], dim=1, other=float("-inf"))
+    return out
+
+
+def _rowsum_default_other(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tm in hl.tile(x.size(0)):
+        out[tm] = hl.reduce(lambda a, b: a + b, x[tm, :], dim=1)
+    return out
+
+
+def test_a_padding_value_that_is_not_the_combiners_identity_is_warned_of() -> None:
+    x = -torch.rand(5, 45) - 1  # every value negative: a 0 pad would win the max
+    kernel = helion.kernel(_rowmax_default_other, backend="ref", autotune_effort="none")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.testing.assert_close(kernel(x), x.amax(1))
+    found = [w for w in caught if issubclass(w.category, exc.ReduceOtherNotIdentity)]
+    assert found and "other=0" in str(found[0].message)
+
+
+@pytest.mark.parametrize(
+    ("fn", "cols"),
+    [(_rowmax_identity_other, 45), (_rowsum_default_other, 45), (_rowmax_default_other, 64)],
+    ids=["max-with-identity", "sum-default", "power-of-two-dim"],
+)
+def test_no_padding_warning_where_padding_cannot_change_the_result(fn, cols) -> None:
+    x = -torch.rand(5, cols) - 1
+    kernel = helion.kernel(fn, backend="ref", autotune_effort="none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", exc.ReduceOtherNotIdentity)
+        expected = x.sum(1) if fn is _rowsum_default_other else x.amax(1)
+        torch.testing.assert_close(kernel(x), expected)

@@ -1366,6 +1366,15 @@ class WrongDevice(BaseWarning):
     message = "Operation {0} returned a tensor on {1} device, but the kernel is on {2} device."
 
 
+class ReduceOtherNotIdentity(BaseWarning):
+    message = (
+        "hl.reduce: other={0} is not an identity of combine_fn (combining it with {1} gave {2}). "
+        "Compiled code pads partial tiles and dimensions that are not a power of two with "
+        "`other`, so those lanes change the result there."
+    )
+    hint = "Pass the combiner's identity, e.g. other=float('-inf') for a maximum, 1 for a product."
+
+
 class BlockSizeIgnoredInInterpretMode(BaseWarning):
     message = "Block size {0} ignored in interpret mode."
 

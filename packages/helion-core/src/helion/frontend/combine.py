@@ -68,6 +68,10 @@ def _trace_reduce(
         dims = list(reversed(range(ndim)))  # one dimension per node; the last first keeps positions
     else:
         dims = [_combine.check_dim(dim, ndim, what)]
+    if len(values) == 1 and any(not _power_of_two(values[0].shape[axis]) for axis in dims):
+        # one input only: tuple combiners often hold lanes with a domain of their own (a
+        # Welford count >= 0) that random samples would break, giving false alarms
+        _warn_unless_identity(tracer, combine_fn, others[0], values[0].dtype, tuple_form)
     for axis in dims:
         region = trace_combiner(tracer, combine_fn, [v.dtype for v in values], tuple_form, what)
         attrs = {
@@ -79,6 +83,49 @@ def _trace_reduce(
         node.regions.append(region)
         values = list(node.outputs)
     return _results(tracer, values, is_tuple)
+
+
+def _power_of_two(extent: Any) -> bool:
+    """A dimension no backend pads: a constant power of two (a tile's may end partial)."""
+    return (
+        isinstance(extent, (int, sympy.Integer))
+        and int(extent) > 0
+        and not (int(extent) & (int(extent) - 1))
+    )
+
+
+def _samples(dtype: torch.dtype) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(0)
+    if dtype == torch.bool:
+        return torch.tensor([False, True, True])
+    if dtype.is_floating_point:
+        return (torch.randn(3, generator=generator) * 4).to(dtype)
+    low = 0 if dtype == torch.uint8 else -40
+    return torch.randint(low, 40, (3,), generator=generator).to(dtype)
+
+
+def _warn_unless_identity(
+    tracer: Tracer, combine_fn: Callable, other: Any, dtype: torch.dtype, tuple_form: bool
+) -> None:
+    """Warn when padding with `other` would change the result: combine(other, x) != x for a
+    sample x. The combiner runs on CPU torch values; one that cannot (device-only helpers, a
+    dtype CPU torch lacks) is not checked."""
+    try:
+        pad = torch.tensor(other, dtype=dtype)
+        for x in _samples(dtype):
+            for lhs, rhs in ((pad, x), (x, pad)):
+                (got,) = _combine.call_combine(combine_fn, [lhs], [rhs], tuple_form, "hl.reduce")
+                got = torch.as_tensor(got).to(dtype)
+                if dtype.is_floating_point:
+                    same = torch.allclose(got.float(), x.float(), rtol=1e-3, equal_nan=True)
+                else:
+                    same = torch.equal(got, x)
+                if not same:
+                    warning = exc.ReduceOtherNotIdentity(other, x.item(), got.item())
+                    exc.warn(warning, tracer.settings)
+                    return
+    except Exception:  # not a combiner CPU torch can run: nothing to say
+        return
 
 
 def scan_values(
