@@ -28,6 +28,7 @@ import functools
 import re
 from typing import Any
 from typing import Callable
+from typing import Iterator
 from typing import Sequence
 
 import sympy
@@ -72,6 +73,91 @@ import cuda.bindings.driver as cuda
 """
 
 
+# A loop over a thread's elements (its chunks of a load or store, its share of a reduction or
+# of a matmul's operands) is unrolled while the kernel is traced, unless it has more than
+# UNROLL_LIMIT trips or its trips times the bytes of the register tensor it walks pass
+# UNROLL_WORK_LIMIT: then it is a run-time loop. Unrolled, such loops dominate cute.compile
+# (nearly all of it in the MLIR / LLVM / ptxas pipeline, growing with trips x tensor size): a
+# 64x16 gather with 32 threads (1024 trips over a 4 KB fragment) took 70-110 s, 256 four-wide
+# chunks of a 4 KB fragment ~15 s a loop. The price of a run-time loop: the register tensor it
+# indexes lives in local memory (unrolled, LLVM keeps its elements in registers, or spills
+# fewer), so the bounds are set where compile time, not run time, is the problem.
+UNROLL_LIMIT = 256
+UNROLL_WORK_LIMIT = 256 * 1024
+
+
+def bit_linear(values: Sequence[int], var: str) -> str | None:
+    """``values[var]`` as arithmetic on ``var`` (an integer in ``[0, len(values))``), or None
+    when it has no such form.
+
+    A per-element table of a fragment is a sum over the bits of the element number: element
+    numbers and per-axis offsets are mixed-radix numbers whose radices (extents, thread counts,
+    vector widths) are powers of two. Runs of bits whose weights double become one field,
+    ``((var >> low) & mask) * weight``. Every entry is checked against the expression, which
+    is computed in ``var``'s type (Int32): a table with a value past its range has no form.
+    """
+    count = len(values)
+    if count == 0 or count & (count - 1) or max(abs(int(v)) for v in values) >= 2**31:
+        return None
+    bits = count.bit_length() - 1
+    first = int(values[0])
+    weights = [int(values[1 << i]) - first for i in range(bits)]
+    for c in range(count):
+        if first + sum(w for i, w in enumerate(weights) if c >> i & 1) != values[c]:
+            return None
+    terms = [str(first)] if first else []
+    i = 0
+    while i < bits:
+        if weights[i] == 0:
+            i += 1
+            continue
+        low = i
+        while i + 1 < bits and weights[i + 1] == 2 * weights[i]:
+            i += 1
+        i += 1
+        field = var if low == 0 else f"({var} >> {low})"
+        if i < bits:
+            field = f"({field} & {(1 << (i - low)) - 1})"
+        terms.append(field if weights[low] == 1 else f"{field} * {weights[low]}")
+    if not terms:
+        return "0"
+    if len(terms) == 1 and " * " not in terms[0]:
+        return terms[0]
+    return f"({' + '.join(terms)})"
+
+
+def element_loop_lines(
+    var: str,
+    count: int,
+    body: list[str],
+    tables: dict[str, tuple[int, ...]],
+    register_bytes: int = 0,
+) -> list[str]:
+    """``for var`` over ``count`` elements of a thread, around ``body`` (indented lines);
+    ``register_bytes``: the size of the register tensor the loop fills or reads.
+
+    A loop is unrolled while the kernel is traced (``range_constexpr``: ``var`` is a Python
+    int and each table lookup ``_Tn[var]`` a constant) unless it passes :data:`UNROLL_LIMIT`
+    or :data:`UNROLL_WORK_LIMIT`; then it is a run-time loop, each lookup rewritten by
+    :func:`bit_linear`. A table without that form keeps the loop unrolled.
+    """
+    unrolled = [f"for {var} in cutlass.range_constexpr({count}):", *body]
+    if count <= 1 or (count <= UNROLL_LIMIT and count * register_bytes <= UNROLL_WORK_LIMIT):
+        return unrolled
+    lookup = re.compile(rf"(?<!\w)(_T\d+)\[{re.escape(var)}\]")
+    forms: dict[str, str] = {}
+    for line in body:
+        for match in lookup.finditer(line):
+            name = match.group(1)
+            if name not in forms:
+                form = bit_linear(tables[name], var)
+                if form is None:
+                    return unrolled
+                forms[name] = form
+    rolled = [lookup.sub(lambda m: forms[m.group(1)], line) for line in body]
+    return [f"for {var} in cutlass.range({count}, unroll=1):", *rolled]
+
+
 @dataclasses.dataclass
 class Generated:
     """A generated module: its source and what the launcher needs to call its host function."""
@@ -108,6 +194,7 @@ class ModuleBuilder:
         self.w.lines(HEADER.format(name=ir.name, config=config_text).splitlines())
         self.tables = self.w.slot()
         self.table_names: dict[tuple, str] = {}
+        self.table_values: dict[str, tuple[int, ...]] = {}
         self.notes: list[str] = []
         self.tensor_params = {arg.index: f"p_{_identifier(arg.name)}" for arg in ir.tensor_args}
         self.scalar_params = {s.value.id: f"s_{_identifier(s.name)}" for s in ir.scalar_args}
@@ -128,6 +215,7 @@ class ModuleBuilder:
         if name is None:
             name = f"_T{len(self.table_names)}"
             self.table_names[key] = name
+            self.table_values[name] = key
             self.tables.line(f"{name} = {key!r}")
         return name
 
@@ -344,6 +432,21 @@ class KernelEmitter:
     def ptr(self, tensor: TensorArg) -> str:
         return self.module.tensor_params[tensor.index]
 
+    @contextlib.contextmanager
+    def element_loop(self, var: str, count: int, register_bytes: int = 0) -> Iterator[None]:
+        """``for var`` over ``count`` elements of a thread, around the lines written in the
+        block (see :func:`element_loop_lines`: unrolled, or a run-time loop when long or over
+        a large register tensor of ``register_bytes``)."""
+        mark = self.w.mark()
+        with self.w.indent():
+            yield
+        body = self.w.take(mark)
+        header, *rest = element_loop_lines(
+            var, count, body, self.module.table_values, register_bytes
+        )
+        self.w.line(header)
+        self.w.indented(rest)
+
     def prologue_value(self, key: tuple, build: Callable[[str], list[str]], prefix: str) -> str:
         """A kernel-scope value computed once at the top of the kernel (visible in every region)."""
         name = self.cache.get(key)
@@ -464,8 +567,13 @@ class KernelEmitter:
         def build(name: str) -> list[str]:
             return [
                 f"{name}_r = cute.make_rmem_tensor({shape!r}, cutlass.Int32)",
-                f"for _j in cutlass.range_constexpr({axis.per_thread}):",
-                f"    {name}_r[_j] = cutlass.Int32({base} + {offsets}[_j])",
+                *element_loop_lines(
+                    "_j",
+                    axis.per_thread,
+                    [f"    {name}_r[_j] = cutlass.Int32({base} + {offsets}[_j])"],
+                    self.module.table_values,
+                    4 * axis.per_thread,
+                ),
                 f"{name} = {name}_r.load()",
             ]
 

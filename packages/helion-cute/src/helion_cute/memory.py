@@ -22,6 +22,7 @@ not exist.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import sympy
@@ -234,6 +235,11 @@ def op_width(ctx: Any, node: Node, dims: list[Dim], axes: frozenset, mask: Any) 
     return max(1, width)
 
 
+def register_bytes(ctx: Any, axes: frozenset, dtype: torch.dtype) -> int:
+    """Bytes a thread's register tensor of a fragment over ``axes`` takes."""
+    return math.prod(ctx.shape(axes)) * element_bytes(dtype)
+
+
 class Chunks:
     """The chunks of one memory op and the generated-code pieces that address them."""
 
@@ -424,8 +430,7 @@ def emit_load(ctx: Any, node: Node, args: list) -> CVal:
         f"cute.autovec_copy(cute.make_tensor({ctx.ptr(tensor)} + ({chunks.offset(base)}), cute.make_layout({width})), "
         f"cute.make_tensor({regs}.iterator + {registers}[_c], cute.make_layout({width})){_eviction(ctx, node)})"
     )
-    ctx.line(f"for _c in cutlass.range_constexpr({chunks.count}):")
-    with ctx.w.indent():
+    with ctx.element_loop("_c", chunks.count, register_bytes(ctx, out_axes, dtype)):
         if predicate is not None:
             ctx.line(f"if {predicate}:")
             ctx.line(f"    {copy}")
@@ -517,8 +522,7 @@ def emit_store(ctx: Any, node: Node, args: list) -> None:
             else f"{owner} = {own[0]}"
         )
     predicate = chunks.predicate([owner] if owner else None)
-    ctx.line(f"for _c in cutlass.range_constexpr({chunks.count}):")
-    with ctx.w.indent():
+    with ctx.element_loop("_c", chunks.count, register_bytes(ctx, axes, dtype)):
         if predicate is not None:
             ctx.line(f"if {predicate}:")
             ctx.line(f"    {copy}")
@@ -597,8 +601,7 @@ def emit_atomic(ctx: Any, node: Node, args: list) -> CVal:
         f"{old}[{registers}[_c]] = {function}({ctx.ptr(tensor)} + ({chunks.offset(base)}), "
         f"{vals}[{registers}[_c]], sem={sem!r}, scope='gpu')"
     )
-    ctx.line(f"for _c in cutlass.range_constexpr({chunks.count}):")
-    with ctx.w.indent():
+    with ctx.element_loop("_c", chunks.count, register_bytes(ctx, out_axes, dtype)):
         if predicate is not None:
             ctx.line(f"if {predicate}:")
             ctx.line(f"    {call}")
@@ -677,8 +680,7 @@ def emit_staged_load(ctx: Any, node: Node, args: list) -> CVal:
     total = rows * per_row
     rounds = (total + threads - 1) // threads
     f, r, q, d = (ctx.fresh(p) for p in ("_f", "_r", "_q", "_d"))
-    ctx.line(f"for _i in cutlass.range_constexpr({rounds}):")
-    with ctx.w.indent():
+    with ctx.element_loop("_i", rounds):
         ctx.line(f"{f} = tid + _i * {threads}")
         ctx.line(f"{r} = {f} // {per_row}")
         ctx.line(f"{q} = ({f} % {per_row}) * {width}")

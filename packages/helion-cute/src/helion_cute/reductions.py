@@ -49,24 +49,38 @@ def emit_reduce(ctx: Any, node: Node, args: list) -> CVal:
     source = node.inputs[0]
     value = args[0]
     out = node.output
-    dim = node.attrs["dim"]
-    key = ctx.key(source.shape[dim])
-    if kind in ("any", "all"):
-        # booleans reduce as int32 max / min
-        as_int = (
-            ctx.convert(value, torch.int32) if isinstance(value, CVal) else ("1" if value else "0")
-        )
-        value = CVal(
-            ctx.define("b", as_int, kind=value.kind, dtype=torch.int32, axes=value.axes).expr,
-            value.kind,
-            torch.int32,
-            value.axes,
-        )
-        result = _reduce(ctx, node, value, key, "amax" if kind == "any" else "amin", torch.int32)
+    key = ctx.key(source.shape[node.attrs["dim"]])
+    if kind in ("any", "all") or (source.dtype == torch.bool and kind in ("amax", "amin")):
+        # Booleans reduce as int32 max / min: the DSL keeps a Boolean fragment in registers as
+        # Uint8, whose TensorSSA reduction and `cutlass.max` the DSL does not provide.
+        # any == amax and all == amin over {0, 1}.
+        kind = "amax" if kind in ("any", "amax") else "amin"
+        if isinstance(value, CVal):
+            value = CVal(
+                ctx.define(
+                    "b",
+                    ctx.convert(value, torch.int32),
+                    kind=value.kind,
+                    dtype=torch.int32,
+                    axes=value.axes,
+                ).expr,
+                value.kind,
+                torch.int32,
+                value.axes,
+            )
+        else:
+            value = 1 if value else 0
+        result = _reduce_value(ctx, node, value, key, kind, torch.int32)
         return ctx.define(
             "v", f"({result.expr} != 0)", kind=result.kind, dtype=torch.bool, axes=result.axes
         )
-    dtype = out.dtype
+    return _reduce_value(ctx, node, value, key, kind, out.dtype)
+
+
+def _reduce_value(
+    ctx: Any, node: Node, value: Any, key: Any, kind: str, dtype: torch.dtype
+) -> CVal:
+    """``value`` reduced along ``key`` by ``kind``, in ``dtype`` (half floats compute in f32)."""
     compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     if not isinstance(value, CVal) or not value.is_frag or key == 1 or key not in value.axes:
         # nothing to reduce over (a size-1 dim, or a value broadcast along it)
@@ -74,9 +88,9 @@ def emit_reduce(ctx: Any, node: Node, args: list) -> CVal:
             raise exc.BackendUnsupported(
                 f"{node.op.name} of a broadcast value", "cute", loc=node.loc
             )
-        return ctx.define(
-            "v", ctx.convert(value, dtype), kind=value.kind, dtype=dtype, axes=value.axes
-        )
+        kind_of = value.kind if isinstance(value, CVal) else "scalar"
+        axes = value.axes if isinstance(value, CVal) else frozenset()
+        return ctx.define("v", ctx.convert(value, dtype), kind=kind_of, dtype=dtype, axes=axes)
     if value.dtype != compute:
         value = ctx.define(
             "x", ctx.convert(value, compute), kind="frag", dtype=compute, axes=value.axes
@@ -120,13 +134,14 @@ def _reduce(ctx: Any, node: Node, value: CVal, key: Any, kind: str, dtype: torch
         ctx.line(f"{regs} = cute.make_rmem_tensor({out_shape!r}, {cutlass_type(dtype)})")
         sources = _fold_tables(ctx, value.axes, key, out_axes)
         tmp = ctx.fresh("_f")
-        ctx.line(f"for _i in cutlass.range_constexpr({len(sources)}):")
-        ctx.line(f"    {tmp} = {regs}_in[{ctx.table([s[0] for s in sources])}[_i]]")
-        if axis.per_thread > 1:
-            tables = [ctx.table([s[j] for s in sources]) for j in range(1, axis.per_thread)]
-            for table in tables:
-                ctx.line(f"    {tmp} = {combine.format(a=tmp, b=f'{regs}_in[{table}[_i]]')}")
-        ctx.line(f"    {regs}[_i] = {tmp}")
+        walked = len(sources) * axis.per_thread * dtype.itemsize
+        with ctx.element_loop("_i", len(sources), walked):
+            ctx.line(f"{tmp} = {regs}_in[{ctx.table([s[0] for s in sources])}[_i]]")
+            if axis.per_thread > 1:
+                tables = [ctx.table([s[j] for s in sources]) for j in range(1, axis.per_thread)]
+                for table in tables:
+                    ctx.line(f"{tmp} = {combine.format(a=tmp, b=f'{regs}_in[{table}[_i]]')}")
+            ctx.line(f"{regs}[_i] = {tmp}")
     elif None not in profile:
         # every mode is reduced (a rank-1 fragment to a 0-D value): TensorSSA.reduce would ask
         # vector.multi_reduction for an invalid 0-D vector; the depth-0 profile gives a scalar
@@ -147,8 +162,7 @@ def _reduce(ctx: Any, node: Node, value: CVal, key: Any, kind: str, dtype: torch
         scalar_combine = "cute.arch.fmin({a}, {b})"
     if axis.lanes > 1:
         tmp = ctx.fresh("_v")
-        ctx.line(f"for _i in cutlass.range_constexpr({count}):")
-        with ctx.w.indent():
+        with ctx.element_loop("_i", count, count * dtype.itemsize):
             ctx.line(f"{tmp} = {regs}[_i]")
             step = axis.lane_stride
             while step < axis.lane_stride * axis.lanes:
@@ -223,15 +237,11 @@ def _cross_warp(
     warp_coord = "warp" if axis.warp_stride == 1 else f"(warp // {axis.warp_stride})"
     lane_coord = "lane" if axis.lane_stride == 1 else f"(lane // {axis.lane_stride})"
     ctx.line(f"if {lane_coord} % {axis.lanes} == 0:" if axis.lanes > 1 else "if True:")
-    with ctx.w.indent():
-        ctx.line(f"for _i in cutlass.range_constexpr({count}):")
-        ctx.line(
-            f"    {buffer}[{warp_coord} % {axis.warps}, {row_base} + {table}[_i]] = {regs}[_i]"
-        )
+    with ctx.w.indent(), ctx.element_loop("_i", count, count * dtype.itemsize):
+        ctx.line(f"{buffer}[{warp_coord} % {axis.warps}, {row_base} + {table}[_i]] = {regs}[_i]")
     ctx.line("cute.arch.sync_threads()")
     tmp = ctx.fresh("_v")
-    ctx.line(f"for _i in cutlass.range_constexpr({count}):")
-    with ctx.w.indent():
+    with ctx.element_loop("_i", count, count * dtype.itemsize):
         ctx.line(f"{tmp} = {buffer}[0, {row_base} + {table}[_i]]")
         for w in range(1, axis.warps):
             ctx.line(
@@ -311,8 +321,8 @@ def emit_dot(ctx: Any, node: Node, args: list) -> CVal:
             table = ctx.table([layout.axis(key).offset(e[key]) for e in elements])
             base = ctx.thread_base(key)
             coordinates.append(f"{table}[_i]" if base == "0" else f"{base} + {table}[_i]")
-        ctx.line(f"for _i in cutlass.range_constexpr({len(elements)}):")
-        ctx.line(f"    {buffer}[{', '.join(coordinates)}] = {regs}[_i]")
+        with ctx.element_loop("_i", len(elements), 4 * len(elements)):
+            ctx.line(f"{buffer}[{', '.join(coordinates)}] = {regs}[_i]")
         return buffer
 
     a_keys = (batch, m_key, k_key) if batch != 1 else (m_key, k_key)
@@ -370,14 +380,14 @@ def emit_dot(ctx: Any, node: Node, args: list) -> CVal:
     with ctx.w.indent():
         ctx.line(f"{va} = cute.make_rmem_tensor(({len(a_points)},), {stage_type})")
         ctx.line(f"{vb} = cute.make_rmem_tensor(({len(b_points)},), {stage_type})")
-        ctx.line(f"for _i in cutlass.range_constexpr({len(a_points)}):")
-        ctx.line(f"    {va}[_i] = {sa}[{', '.join(a_index)}]")
-        ctx.line(f"for _i in cutlass.range_constexpr({len(b_points)}):")
-        ctx.line(f"    {vb}[_i] = {sb}[{', '.join(b_index)}]")
-        ctx.line(f"for _e in cutlass.range_constexpr({len(elements)}):")
-        ctx.line(
-            f"    {accum}[{e_table}[_e]] = {accum}[{e_table}[_e]] + {va}[{a_table}[_e]] * {vb}[{b_table}[_e]]"
-        )
+        with ctx.element_loop("_i", len(a_points), 4 * len(a_points)):
+            ctx.line(f"{va}[_i] = {sa}[{', '.join(a_index)}]")
+        with ctx.element_loop("_i", len(b_points), 4 * len(b_points)):
+            ctx.line(f"{vb}[_i] = {sb}[{', '.join(b_index)}]")
+        with ctx.element_loop("_e", len(elements), 4 * len(elements)):
+            ctx.line(
+                f"{accum}[{e_table}[_e]] = {accum}[{e_table}[_e]] + {va}[{a_table}[_e]] * {vb}[{b_table}[_e]]"
+            )
     ctx.line("cute.arch.sync_threads()")
     result = ctx.fresh("v")
     ctx.line(f"{result} = {accum}.load()")

@@ -130,6 +130,21 @@ class CodeWriter:
         finally:
             self._indent -= 1
 
+    def mark(self) -> int:
+        """A position to :meth:`take` the lines written after it from."""
+        return len(self._lines)
+
+    def take(self, mark: int) -> list[str]:
+        """Remove and return the lines written since ``mark`` (indented, no slots among them)."""
+        taken = self._lines[mark:]
+        del self._lines[mark:]
+        assert all(isinstance(entry, str) for entry in taken), "a slot among taken lines"
+        return taken  # type: ignore[return-value]
+
+    def indented(self, texts: list[str]) -> None:
+        """Append lines that carry their own indentation."""
+        self._lines.extend(texts)
+
     def slot(self) -> Slot:
         """Reserve a place at the current indentation; lines added to the slot later appear here."""
         reserved = Slot("    " * self._indent)
