@@ -58,6 +58,105 @@ class BlockSizeInt(int):
         return self
 
 
+class SizeInt(int):
+    """An int of device code computed from registered block sizes (`bk * 2` for
+    `bk = hl.register_block_size(...)`): the config's value, which the trace computes with as
+    with any int, plus its expression over block-size symbols (`2*_BLOCK_SIZE_0`), which makes
+    it the same size as `tk.block_size * 2` in shapes (`hl.zeros`, `reshape`, `hl.arange`) and
+    in the length of a slice.
+
+    `+`, `-` and `*` with ints (or other SizeInts) and `//` by an int that divides the expression
+    exactly keep the expression; any other operation gives a plain int or float, as on an int.
+    Host code never sees one: device code gets a `TracedBlockSize` for each BlockSizeInt it
+    reads, and its arithmetic makes them."""
+
+    expr: sympy.Expr
+
+    def __new__(cls, value: int, expr: sympy.Expr) -> SizeInt:
+        self = super().__new__(cls, value)
+        self.expr = expr
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (int, (int(self),))  # a copy is the plain int (the expression is for tracing)
+
+    def __neg__(self) -> SizeInt:
+        return SizeInt(-int(self), -self.expr)
+
+    def __pos__(self) -> SizeInt:
+        return self
+
+
+def _size_operand(other: Any) -> sympy.Expr | None:
+    """The expression of an int operand of a SizeInt operator (None: not an int)."""
+    if isinstance(other, SYMBOLIC_INTS):
+        return other.expr
+    if isinstance(other, int) and not isinstance(other, bool):
+        return sympy.Integer(other)
+    return None
+
+
+def exact_floordiv(numerator: sympy.Expr, divisor: sympy.Expr) -> sympy.Expr | None:
+    """`numerator // divisor` for an int `divisor` where it divides every coefficient of
+    `numerator` (so the division is exact for every value of its symbols), else None."""
+    if not divisor.is_Integer or divisor == 0:
+        return None
+    if numerator.is_Integer:
+        return sympy.Integer(int(numerator) // int(divisor))
+    quotient = sympy.expand(numerator / divisor)
+    if all(c.is_Integer for c in quotient.as_coefficients_dict().values()):
+        return quotient
+    return None
+
+
+def _size_int_operator(name: str, combine: Any, reflected: bool = False) -> Any:
+    plain = getattr(int, name)
+
+    def operator(self: Any, other: Any) -> Any:
+        result = plain(self, other)
+        other_expr = _size_operand(other)
+        if other_expr is None or not isinstance(result, int):
+            return result  # NotImplemented for a device value: its reflected operator runs
+        expr = combine(other_expr, self.expr) if reflected else combine(self.expr, other_expr)
+        return result if expr is None else SizeInt(result, expr)
+
+    operator.__name__ = name
+    return operator
+
+
+class TracedBlockSize(BlockSizeInt):
+    """A `hl.register_block_size` value as device code sees it: a BlockSizeInt (loops share
+    it) whose arithmetic keeps its symbol, as a SizeInt's does (`bk * 2` is a SizeInt)."""
+
+    expr: sympy.Expr
+
+    def __new__(cls, value: int, block_id: int, expr: sympy.Expr) -> TracedBlockSize:
+        self = int.__new__(cls, value)
+        self.block_id = block_id
+        self.expr = expr
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (int, (int(self),))
+
+    def __neg__(self) -> SizeInt:
+        return SizeInt(-int(self), -self.expr)
+
+
+#: the ints of device code that carry a size expression (`.expr`)
+SYMBOLIC_INTS = (SizeInt, TracedBlockSize)
+
+for _name, _combine in (
+    ("add", lambda a, b: a + b),
+    ("sub", lambda a, b: a - b),
+    ("mul", lambda a, b: sympy.expand(a * b)),
+    ("floordiv", exact_floordiv),
+):
+    for _cls in SYMBOLIC_INTS:
+        setattr(_cls, f"__{_name}__", _size_int_operator(f"__{_name}__", _combine))
+        setattr(_cls, f"__r{_name}__", _size_int_operator(f"__r{_name}__", _combine, True))
+
+
 def _torch_dispatch(tracer: Tracer, func: Any, args: tuple, kwargs: dict | None) -> Any:
     return tracer.call_torch(func, args, kwargs or {})
 

@@ -27,13 +27,17 @@ from helion.containers import iter_tensors
 from helion.containers import rebuild_container
 from helion.frontend import jagged
 from helion.frontend import rng
+from helion.frontend import sizes
 from helion.frontend import stack
 from helion.frontend.loop_deps import LoopDependencies
+from helion.frontend.proxies import SYMBOLIC_INTS
 from helion.frontend.proxies import BlockSizeInt
 from helion.frontend.proxies import DeviceValue
 from helion.frontend.proxies import HostTensor
+from helion.frontend.proxies import SizeInt
 from helion.frontend.proxies import SymDim
 from helion.frontend.proxies import TileProxy
+from helion.frontend.proxies import TracedBlockSize
 from helion.ir.core import Block
 from helion.ir.core import BlockSizeInfo
 from helion.ir.core import KernelIR
@@ -133,10 +137,13 @@ class Tracer(X16LoadEntryPoints):
         self.requested_index_dtype = index_dtype  # Settings.index_dtype (None: by tensor size)
         self.ir.filename = filename
         self.ir.block_sizes = list(host_block_sizes)
+        self.host_block_count = len(host_block_sizes)  # hl.register_block_size's blocks
         self.source_lines = source_lines
         self.location_fn = location_fn
         self.device = device
         self.blocks: list[Block] = [self.ir.body]
+        # `helion.frontend.sizes`: the symbol of each value a size expression does not see into
+        self.opaque_symbols: dict[Any, sympy.Symbol] = {}
         self.loop_depth = 0
         self.settings: Any = None  # the kernel's Settings (its ignore_warnings), where known
         # the ids of the values loops carry (an accumulator `acc` as its loop body sees it)
@@ -261,6 +268,9 @@ class Tracer(X16LoadEntryPoints):
         if isinstance(value, ConstExpr):
             self.inputs.append(HostInput(name, "constant", value))
             return value.value
+        if isinstance(value, BlockSizeInt):
+            self.inputs.append(HostInput(name, "constant", value))
+            return self._traced_block_size(value)
         if (
             isinstance(value, (int, float))
             and not isinstance(value, (bool, BlockSizeInt))
@@ -280,6 +290,14 @@ class Tracer(X16LoadEntryPoints):
             return value  # replaced in trace() by a copy whose leaves are proxies
         self.inputs.append(HostInput(name, "other", value))
         return value
+
+    def _traced_block_size(self, value: BlockSizeInt) -> BlockSizeInt:
+        """Device code's view of a `hl.register_block_size` value: the same int, whose
+        arithmetic keeps the block's symbol (`bk * 2` is the size `2*_BLOCK_SIZE_0`)."""
+        if value.block_id >= self.host_block_count:
+            return value  # another kernel's (an argument of this one): not one of its blocks
+        symbol = self.ir.block_sizes[value.block_id].symbol
+        return TracedBlockSize(int(value), value.block_id, symbol)
 
     def _enter_leaf(self, position: int, path: tuple, name: str, value: Any, runtime: bool) -> Any:
         """The device code's view of ``value``, found at ``path`` in the container argument at
@@ -576,20 +594,25 @@ class Tracer(X16LoadEntryPoints):
                         [TensorType((), torch.int32)],
                     )
                 )
+        if sizes.is_size(self, dim):
+            return sizes.size_value(self, dim)  # `2*_BLOCK_SIZE_0`: computed from the block size
         raise exc.TypeInferenceError(f"the size {dim} is not known in device code")
 
     def shape_item(self, item: Any) -> sympy.Expr:
-        """A size given to hl.full / reshape: int, tile, block size or a symbolic dim."""
+        """A size given to hl.full / reshape: an int, a tile, a block size, a symbolic dim, or
+        +, -, * and exact // of block sizes and ints (`t.block_size * 2`, `bk * 2`)."""
         if isinstance(item, TileProxy):
             return self.ir.block_sizes[item.block_id].symbol
+        if isinstance(item, SYMBOLIC_INTS):
+            if item < 0:
+                raise exc.NegativeSize(self.readable_dims(str(item.expr)), loc=self.current_loc())
+            return item.expr
         if isinstance(item, BlockSizeInt):
             return self.ir.block_sizes[item.block_id].symbol
         if isinstance(item, SymDim):
             return item.expr
-        if isinstance(item, DeviceValue) and item.value.producer is not None:
-            producer = item.value.producer
-            if producer.op is ops.TILE_ATTRS["block_size"]:
-                return self.ir.block_sizes[producer.attrs["block_id"]].symbol
+        if isinstance(item, DeviceValue):
+            return self._device_shape_item(item)
         if isinstance(item, ConstExpr):
             item = item.value
         if isinstance(item, int) and not isinstance(item, bool):
@@ -598,6 +621,30 @@ class Tracer(X16LoadEntryPoints):
             return sympy.Integer(item)
         raise exc.TypeInferenceError(
             f"a shape entry must be an int, a tile or a block size, not {type(item).__name__}"
+        )
+
+    def _device_shape_item(self, item: DeviceValue) -> sympy.Expr:
+        """The size a 0-D device value used as a shape entry stands for: one computed from
+        block sizes and ints (`t.block_size * 2`); any other is known only on the device."""
+        expr = sizes.size_expr(self, item) if item.ndim == 0 else None
+        if expr is not None:
+            if expr.is_Integer and int(expr) < 0:
+                raise exc.NegativeSize(int(expr), loc=self.current_loc())
+            return expr
+        if item.ndim == 0 and computed_from(item.value, {ops.TILE_ATTRS["block_size"]}):
+            raise exc.TypeInferenceError(
+                "a shape entry computed from a block size must use only +, -, * with ints and "
+                "// by an int that divides it exactly (e.g. `t.block_size * 2`, "
+                "`(t.block_size * 4) // 2`); this one also depends on a value known only on "
+                "the device, or divides inexactly (`t.block_size // 2` is 0 for a block size "
+                "of 1)",
+                loc=self.current_loc(),
+                hint="Size it with an int or a tile, or use a fixed block size (an int).",
+            )
+        what = "a device tensor" if item.ndim else "a value known only on the device"
+        raise exc.TypeInferenceError(
+            f"a shape entry must be an int, a tile or a block size, not {what}",
+            loc=self.current_loc(),
         )
 
     # ------------------------------------------------------------------------------------------
@@ -1061,7 +1108,24 @@ class Tracer(X16LoadEntryPoints):
     def _index_items(
         self, tensor: HostTensor, index: Any
     ) -> tuple[list[tuple], list[Any], tuple[sympy.Expr, ...]]:
-        """Classify subscript items; returns (item descriptors, dynamic inputs, result shape)."""
+        """Classify subscript items; returns (item descriptors, dynamic inputs, result shape).
+        For accesses that take no mask of their own: a slice with a device-valued bound (whose
+        lanes past the dimension's end are masked) is refused."""
+        items, inputs, shape, bounds = self._access_items(tensor, index)
+        if bounds is not None:
+            raise exc.NotAllowedOnDevice(
+                f"a slice with a device-valued bound in this access of {tensor.arg.name}",
+                loc=self.current_loc(),
+                hint="Index with `start + hl.arange(length)` and an explicit mask instead.",
+            )
+        return items, inputs, shape
+
+    def _access_items(
+        self, tensor: HostTensor, index: Any
+    ) -> tuple[list[tuple], list[Any], tuple[sympy.Expr, ...], Value | None]:
+        """Classify subscript items; returns (item descriptors, dynamic inputs, result shape,
+        the mask of the lanes of slices with a device-valued bound that are inside the tensor,
+        or None). Such a slice (`x[s : s + n]`) indexes with `s + hl.arange(n)`."""
         if not isinstance(index, tuple):
             index = (index,)  # a list key (`x[[tile]]`) is one index item, as in torch
         index = list(index)
@@ -1074,6 +1138,9 @@ class Tracer(X16LoadEntryPoints):
             raise exc.RankMismatch(
                 tensor.ndim, consumed, f"indexing {tensor.arg.name}", loc=self.current_loc()
             )
+        index, bounds = sizes.dynamic_slice_items(
+            self, index, tuple(tensor.shape), f"indexing {tensor.arg.name}"
+        )
         items: list[tuple] = []
         inputs: list[Any] = []
         shape: list[sympy.Expr] = []
@@ -1143,7 +1210,13 @@ class Tracer(X16LoadEntryPoints):
             except ValueError as error:
                 raise exc.ShapeMismatch(str(error), loc=self.current_loc()) from None
             shape[tensor_position : tensor_position + 1] = list(broadcast)
-        return items, inputs, tuple(shape)
+        return items, inputs, tuple(shape), bounds
+
+    def _with_bounds(self, mask: Value | None, bounds: Value | None) -> Value | None:
+        """An access's mask ANDed with the mask of its slices' lanes inside the tensor."""
+        if bounds is None or mask is None:
+            return mask if bounds is None else bounds
+        return self.emit(ops.BINARY["logical_and"], [mask, bounds]).output
 
     def _from_the_end(self, index: DeviceValue, size: int) -> DeviceValue:
         """A 0-D integer index known only on the device (`x[t, k]` for an argument `k`): a
@@ -1166,9 +1239,10 @@ class Tracer(X16LoadEntryPoints):
                 f"hl.load of a {type(tensor).__name__}", loc=self.current_loc()
             )
         self.loop_deps.access(tensor.arg.index, _arg_name(tensor.arg), False, self.current_loc())
-        items, inputs, shape = self._index_items(tensor, index)
+        items, inputs, shape, bounds = self._access_items(tensor, index)
         mask_index = None
         mask = jagged.access_mask(self, shape, extra_mask, f"a load of {tensor.arg.name}")
+        mask = self._with_bounds(mask, bounds)
         if mask is not None:
             inputs.append(mask)
             mask_index = len(inputs) - 1
@@ -1188,12 +1262,13 @@ class Tracer(X16LoadEntryPoints):
                 raise exc.DeviceTensorSubscriptAssignmentNotAllowed(loc=self.current_loc())
             raise exc.NonTensorSubscriptAssign(type(tensor).__name__, loc=self.current_loc())
         self.loop_deps.access(tensor.arg.index, _arg_name(tensor.arg), True, self.current_loc())
-        items, inputs, shape = self._index_items(tensor, index)
+        items, inputs, shape, bounds = self._access_items(tensor, index)
         stored = self._stored_value(value, shape, tensor.dtype)
         inputs.append(stored)
         value_index = len(inputs) - 1
         mask_index = None
         mask = jagged.access_mask(self, shape, extra_mask, f"a store to {tensor.arg.name}")
+        mask = self._with_bounds(mask, bounds)
         if mask is not None:
             inputs.append(mask)
             mask_index = len(inputs) - 1
@@ -1266,7 +1341,7 @@ class Tracer(X16LoadEntryPoints):
                 loc=self.current_loc(),
             )
         self.loop_deps.access(target.arg.index, _arg_name(target.arg), True, self.current_loc())
-        items, inputs, shape = self._index_items(target, tuple(index))
+        items, inputs, shape, bounds = self._access_items(target, tuple(index))
         inputs.append(self._stored_value(value, shape, target.dtype))
         attrs = {
             "tensor": target.arg,
@@ -1277,6 +1352,7 @@ class Tracer(X16LoadEntryPoints):
             "sem": sem,
         }
         mask = jagged.access_mask(self, shape, None, f"hl.atomic_{kind} on {target.arg.name}")
+        mask = self._with_bounds(mask, bounds)
         if mask is not None:
             inputs.append(mask)
             attrs["mask"] = len(inputs) - 1
@@ -1421,8 +1497,15 @@ class Tracer(X16LoadEntryPoints):
         else:
             raise exc.NotAllowedOnDevice("hl.arange with a step", loc=self.current_loc())
         dtype = dtype or self.ir.index_dtype
-        if isinstance(end, (BlockSizeInt, TileProxy, DeviceValue)):
+        if isinstance(end, (BlockSizeInt, SizeInt, TileProxy, DeviceValue)):
             length = self.shape_item(end)
+            if not isinstance(start, int) or isinstance(start, (bool, *SYMBOLIC_INTS)):
+                raise exc.TypeInferenceError(
+                    "hl.arange(start, end) with a size `end` needs an int `start`",
+                    loc=self.current_loc(),
+                    hint="Write start + hl.arange(length) for another start.",
+                )
+            length = sympy.expand(length - start)  # torch's end - start lanes
         elif isinstance(start, int) and isinstance(end, int):
             if end < start:
                 raise exc.NegativeSize(
