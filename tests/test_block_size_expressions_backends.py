@@ -323,3 +323,33 @@ def test_arange_from_a_start_to_a_block_size_has_the_difference_of_lanes() -> No
     for begin in (0, 8):
         expected[begin + 2 : begin + 8] = x[begin + 2 : begin + 8]
     torch.testing.assert_close(out, expected)
+
+
+# -- a slice bounded by a registered block size ------------------------------------------------
+
+
+def leading_columns(x: torch.Tensor) -> torch.Tensor:
+    m = x.size(0)
+    bk = hl.register_block_size(32)
+    out = torch.zeros([m, bk], dtype=x.dtype, device=x.device)
+    for tm in hl.tile(m):
+        acc = hl.zeros([tm, bk], dtype=torch.float32)
+        for i in hl.static_range(2):
+            acc = acc + x[tm, :bk] * (i + 1)
+        out[tm, :bk] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", ["ref", "triton", "pallas"])
+def test_a_slice_to_a_registered_block_size_takes_the_configs_length(backend: str) -> None:
+    # `x[tm, :bk]` was as long as the int the trace computed with: [tm, 32] next to a [tm, bk]
+    # accumulator raised ShapeMismatch, and any other config's length was not followed
+    x = torch.randn(37, 45)
+    bound = _kernel(leading_columns, backend).bind((x,))
+    configs = [bound.config_spec.default_config()]
+    configs += [bound.config_spec.random_config(random.Random(seed)) for seed in range(4)]
+    assert len({c["block_sizes"][0] for c in configs}) > 1
+    for config in configs:
+        bk = config["block_sizes"][0]
+        got = bound.compile_config(config)(x)
+        torch.testing.assert_close(got, x[:, :bk] * 3, msg=lambda m, c=config: f"{c}: {m}")

@@ -172,9 +172,11 @@ def size_value(tracer: Tracer, expr: sympy.Expr) -> Any:
 
 
 def is_dynamic_slice(item: Any) -> bool:
-    """A slice with a bound that is a device value (`x[t.begin : t.begin + 8]`)."""
+    """A slice with a bound that is a device value (`x[t.begin : t.begin + 8]`) or a size of
+    block sizes (`x[:, :bk]`: its length is the config's, not the int the trace computes with)."""
     return isinstance(item, slice) and any(
-        isinstance(bound, (DeviceValue, TileProxy)) for bound in (item.start, item.stop, item.step)
+        isinstance(bound, (DeviceValue, TileProxy, *SYMBOLIC_INTS))
+        for bound in (item.start, item.stop, item.step)
     )
 
 
