@@ -91,7 +91,9 @@ def test_a_reversed_device_range_runs_zero_times(backend: str) -> None:
     # segment 1 and 3 are reversed (start > end): empty, as torch's x[9:4] is
     starts = torch.tensor([0, 9, 4, 20, 11])
     ends = torch.tensor([4, 4, 11, 6, 23])
-    expected = torch.stack([x[a:b].sum(0) for a, b in zip(starts.tolist(), ends.tolist())])
+    expected = torch.stack(
+        [x[a:b].sum(0) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    )
     torch.testing.assert_close(kernel(x, starts, ends), expected)
 
 
