@@ -115,6 +115,44 @@ def matmul_bias_relu(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> to
 
 
 @helion.kernel(backend="cute")
+def jagged_dense_bmm(
+    seq_offsets: torch.Tensor,
+    jagged: torch.Tensor,
+    dense: torch.Tensor,
+    bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Public Helion's jagged x dense batched matmul: data-dependent bounds, 3-D masks."""
+    L, D = jagged.shape
+    B, D, K = dense.shape
+    jagged = jagged.view(-1)
+    output = torch.empty((L, K), dtype=jagged.dtype, device=jagged.device).view(-1)
+    for tile_b in hl.tile(B):
+        starts = seq_offsets[tile_b]
+        seq_len = seq_offsets[tile_b.index + 1] - starts
+        for tile_len in hl.tile(0, seq_len.amax()):
+            mask = tile_len.index[None, :] < seq_len[:, None]
+            rows = starts[:, None] + tile_len.index[None, :]
+            for tile_k in hl.tile(0, K):
+                acc = hl.zeros([tile_b, tile_len, tile_k], dtype=torch.float32)
+                for tile_d in hl.tile(0, D):
+                    a = hl.load(
+                        jagged,
+                        [rows[:, :, None] * D + tile_d.index[None, None, :]],
+                        extra_mask=mask[:, :, None],
+                    )
+                    acc = acc + torch.matmul(a, dense[tile_b, tile_d, tile_k])
+                if bias is not None:
+                    acc = acc + bias[tile_b, tile_k].unsqueeze(1)
+                hl.store(
+                    output,
+                    [rows[:, :, None] * K + tile_k.index[None, None, :]],
+                    acc,
+                    extra_mask=mask[:, :, None],
+                )
+    return output.reshape(L, K)
+
+
+@helion.kernel(backend="cute")
 def long_sum(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = torch.empty([m], dtype=x.dtype, device=x.device)

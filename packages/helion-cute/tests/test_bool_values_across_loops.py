@@ -13,6 +13,7 @@ on the host CPU one thread after another (`cute_host`).
 
 from __future__ import annotations
 
+import cute_kernels
 import torch
 from cute_host import runs_on_host
 
@@ -46,44 +47,12 @@ def test_mask_used_inside_and_after_a_loop_runs(on_host: None) -> None:
     torch.testing.assert_close(flags, torch.where(keep, lens.to(x.dtype), torch.zeros(13)))
 
 
-def _jagged_dense_bmm(
-    seq_offsets: torch.Tensor, jagged: torch.Tensor, dense: torch.Tensor, bias: torch.Tensor
-) -> torch.Tensor:
-    L, D = jagged.shape
-    B, D, K = dense.shape
-    jagged = jagged.view(-1)
-    output = torch.empty((L, K), dtype=jagged.dtype, device=jagged.device).view(-1)
-    for tile_b in hl.tile(B):
-        starts = seq_offsets[tile_b]
-        seq_len = seq_offsets[tile_b.index + 1] - starts
-        for tile_len in hl.tile(0, seq_len.amax()):
-            mask = tile_len.index[None, :] < seq_len[:, None]
-            rows = starts[:, None] + tile_len.index[None, :]
-            for tile_k in hl.tile(0, K):
-                acc = hl.zeros([tile_b, tile_len, tile_k], dtype=torch.float32)
-                for tile_d in hl.tile(0, D):
-                    a = hl.load(
-                        jagged,
-                        [rows[:, :, None] * D + tile_d.index[None, None, :]],
-                        extra_mask=mask[:, :, None],
-                    )
-                    acc = acc + torch.matmul(a, dense[tile_b, tile_d, tile_k])
-                acc = acc + bias[tile_b, tile_k].unsqueeze(1)
-                hl.store(
-                    output,
-                    [rows[:, :, None] * K + tile_k.index[None, None, :]],
-                    acc,
-                    extra_mask=mask[:, :, None],
-                )
-    return output.reshape(L, K)
-
-
 def test_jagged_dense_bmm_compiles() -> None:
     # compiled only: the batched matmul goes through shared memory and barriers
     lengths = torch.tensor([3, 0, 7, 1, 5])
     offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
     L = int(offsets[-1])
     args = (offsets, torch.randn(L, 34), torch.randn(5, 34, 24), torch.randn(5, 24))
-    bound = bind(_jagged_dense_bmm, "cute", args)
+    bound = bind(cute_kernels.jagged_dense_bmm.fn, "cute", args)
     source = bound.compile_config(bound.config_spec.default_config()).source
     assert "cutlass.Boolean)" not in source  # masks sit in registers as 0/1 bytes

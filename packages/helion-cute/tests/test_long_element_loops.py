@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+import cute_kernels
 import pytest
 import sympy
 import torch
@@ -162,37 +163,6 @@ def test_reduction_with_many_rows_per_thread_compiles_rolled() -> None:
     assert _rolled_loops(source).count(1024) >= 3, source  # the fold, the shuffles, the load
 
 
-def _jagged_dense_bmm(
-    seq_offsets: torch.Tensor, jagged: torch.Tensor, dense: torch.Tensor
-) -> torch.Tensor:
-    L, D = jagged.shape
-    B, D, K = dense.shape
-    jagged = jagged.view(-1)
-    output = torch.empty((L, K), dtype=jagged.dtype, device=jagged.device).view(-1)
-    for tile_b in hl.tile(B):
-        starts = seq_offsets[tile_b]
-        seq_len = seq_offsets[tile_b.index + 1] - starts
-        for tile_len in hl.tile(0, seq_len.amax()):
-            mask = tile_len.index[None, :] < seq_len[:, None]
-            rows = starts[:, None] + tile_len.index[None, :]
-            for tile_k in hl.tile(0, K):
-                acc = hl.zeros([tile_b, tile_len, tile_k], dtype=torch.float32)
-                for tile_d in hl.tile(0, D):
-                    a = hl.load(
-                        jagged,
-                        [rows[:, :, None] * D + tile_d.index[None, None, :]],
-                        extra_mask=mask[:, :, None],
-                    )
-                    acc = acc + torch.matmul(a, dense[tile_b, tile_d, tile_k])
-                hl.store(
-                    output,
-                    [rows[:, :, None] * K + tile_k.index[None, None, :]],
-                    acc,
-                    extra_mask=mask[:, :, None],
-                )
-    return output.reshape(L, K)
-
-
 @pytest.mark.parametrize("threads", [32, 64])
 def test_jagged_dense_bmm_with_few_threads_compiles_rolled(threads: int) -> None:
     # unrolled, cute.compile of this config took ~100 s (32 threads) and ~20 s (64 threads)
@@ -200,7 +170,7 @@ def test_jagged_dense_bmm_with_few_threads_compiles_rolled(threads: int) -> None
     offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
     jagged = torch.randn(int(offsets[-1]), 34)
     dense = torch.randn(5, 34, 24)
-    bound = bind(_jagged_dense_bmm, "cute", (offsets, jagged, dense))
+    bound = bind(cute_kernels.jagged_dense_bmm.fn, "cute", (offsets, jagged, dense))
     config = dict(bound.config_spec.default_config())
     config.update(block_sizes=[1, 64, 32, 64], num_threads=[threads])
     source = bound.compile_config(bound.normalize(config)).source
@@ -209,21 +179,9 @@ def test_jagged_dense_bmm_with_few_threads_compiles_rolled(threads: int) -> None
     assert _rolled_loops(source).count(32768 // threads) == 2, source
 
 
-def _matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    m, k = x.shape
-    _, n = y.shape
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    for tile_m, tile_n in hl.tile([m, n]):
-        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
-        for tile_k in hl.tile(k):
-            acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
-        out[tile_m, tile_n] = acc
-    return out
-
-
 def test_simt_matmul_with_a_large_accumulator_compiles_rolled() -> None:
     # float32 operands take the FMA fallback: 512 accumulator elements a thread
-    bound = bind(_matmul, "cute", (torch.randn(300, 70), torch.randn(70, 200)))
+    bound = bind(cute_kernels.matmul.fn, "cute", (torch.randn(300, 70), torch.randn(70, 200)))
     config = dict(bound.config_spec.default_config())
     config.update(block_sizes=[128, 128, 32], num_threads=[32])
     source = bound.compile_config(bound.normalize(config)).source
