@@ -56,7 +56,13 @@ def _xlogy(tracer: Any, x: Any, y: Any) -> Any:
     return _where(tracer, call(tracer, torch.isnan, y), math.nan, result)
 
 
-def _refuse_reduction(tracer: Any, name: str, reduction: str) -> None:
+def _elementwise_only(
+    tracer: Any, name: str, reduction: str, size_average: Any = None, reduce: Any = None
+) -> None:
+    """Device code computes a loss per element: refuse torch's reductions, new and legacy."""
+    for argument, value in (("size_average", size_average), ("reduce", reduce)):
+        if value is not None:
+            raise unsupported_argument(tracer, name, argument, 'use reduction="none"')
     if reduction != "none":
         raise unsupported_argument(
             tracer,
@@ -65,12 +71,6 @@ def _refuse_reduction(tracer: Any, name: str, reduction: str) -> None:
             f'device code computes the elementwise loss (reduction="none", not {reduction!r}); '
             "reduce the tile with .sum(dim) / .mean(dim)",
         )
-
-
-def _refuse_legacy(tracer: Any, name: str, size_average: Any, reduce: Any) -> None:
-    for argument, value in (("size_average", size_average), ("reduce", reduce)):
-        if value is not None:
-            raise unsupported_argument(tracer, name, argument, 'use reduction="none"')
 
 
 @register(torch.xlogy, torch.special.xlogy, *tensor_methods("xlogy"))
@@ -150,8 +150,7 @@ def _mse_loss(
     reduction: str = "mean",
     weight: Any = None,
 ) -> DeviceValue:
-    _refuse_legacy(tracer, "torch.nn.functional.mse_loss", size_average, reduce)
-    _refuse_reduction(tracer, "torch.nn.functional.mse_loss", reduction)
+    _elementwise_only(tracer, "torch.nn.functional.mse_loss", reduction, size_average, reduce)
     if weight is not None:
         raise unsupported_argument(
             tracer, "torch.nn.functional.mse_loss", "weight", "multiply the loss by it"
@@ -184,7 +183,7 @@ def _huber_loss(
     delta: float = 1.0,
     weight: Any = None,
 ) -> DeviceValue:
-    _refuse_reduction(tracer, "torch.nn.functional.huber_loss", reduction)
+    _elementwise_only(tracer, "torch.nn.functional.huber_loss", reduction)
     if weight is not None:
         raise unsupported_argument(
             tracer, "torch.nn.functional.huber_loss", "weight", "multiply the loss by it"
@@ -203,8 +202,7 @@ def _smooth_l1_loss(
     beta: float = 1.0,
 ) -> DeviceValue:
     name = "torch.nn.functional.smooth_l1_loss"
-    _refuse_legacy(tracer, name, size_average, reduce)
-    _refuse_reduction(tracer, name, reduction)
+    _elementwise_only(tracer, name, reduction, size_average, reduce)
     return _smooth(tracer, input, target, name, beta, huber=False)
 
 
@@ -222,8 +220,7 @@ def _bce_with_logits(
     """(1 - target) * input - log_weight * logsigmoid(input), log_weight = 1 + (pos_weight - 1)
     * target, times weight: torch's formula."""
     name = "torch.nn.functional.binary_cross_entropy_with_logits"
-    _refuse_legacy(tracer, name, size_average, reduce)
-    _refuse_reduction(tracer, name, reduction)
+    _elementwise_only(tracer, name, reduction, size_average, reduce)
     x, t, dtype = _operands(tracer, input, target, name)
     log_sigmoid = call(tracer, F.logsigmoid, x)
     if pos_weight is not None:
@@ -258,8 +255,7 @@ def _kl_div(
     """exp(target) * (target - input) for a log target, else xlogy(target, target) - target *
     input: torch's pointwise KL term."""
     name = "torch.nn.functional.kl_div"
-    _refuse_legacy(tracer, name, size_average, reduce)
-    _refuse_reduction(tracer, name, reduction)
+    _elementwise_only(tracer, name, reduction, size_average, reduce)
     x, t, dtype = _operands(tracer, input, target, name)
     if log_target:
         loss = call(tracer, torch.mul, call(tracer, torch.exp, t), call(tracer, torch.sub, t, x))
