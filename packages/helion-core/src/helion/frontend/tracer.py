@@ -951,19 +951,11 @@ class Tracer(X16LoadEntryPoints):
     def if_(
         self, cond: Any, then_fn: Callable, else_fn: Callable, inputs: tuple, loc: tuple
     ) -> tuple:
-        if isinstance(cond, ConstExpr):
-            cond = cond.value
-        if isinstance(cond, HostTensor):
-            cond = self._host_condition(cond, loc)
+        cond = self._test_operand(cond, loc, "`if`", "use torch.where")
         if not isinstance(cond, (DeviceValue, TileProxy)):
             return tuple((then_fn if cond else else_fn)(*inputs))
         location = self.location_fn(*loc)
         cond_value = self.to_operand(cond)
-        if cond_value.type.ndim != 0:
-            raise exc.TypeInferenceError(
-                "`if` on a tensor with dimensions is data dependent per lane; use torch.where",
-                loc=location,
-            )
         branches = []
         results = []
         for fn in (then_fn, else_fn):
@@ -1024,21 +1016,34 @@ class Tracer(X16LoadEntryPoints):
                 result.append(DeviceValue(self, next(values)))
         return tuple(result)
 
-    def _condition_truth(self, value: Any, loc: tuple) -> Any:
-        """An operand of an `if` test's `and` / `or` / `not`: a Python value as it is, a 0-D
-        device value as a device bool (nonzero), a tensor argument as `if flag:` reads it."""
+    def _test_operand(self, value: Any, loc: tuple, what: str, instead: str) -> Any:
+        """What an `if` test (or an operand of its `and` / `or` / `not`) reads: a Python value
+        as it is, a tensor argument as `if flag:` reads it (on the device), a device value or
+        tile as it is, once checked to be 0-D."""
         if isinstance(value, ConstExpr):
             value = value.value
         if isinstance(value, HostTensor):
             value = self._host_condition(value, loc)
-        if not isinstance(value, DeviceValue):
-            return value
-        if self.to_operand(value).type.ndim != 0:
+        if isinstance(value, (DeviceValue, TileProxy)) and self.to_operand(value).type.ndim != 0:
             raise exc.TypeInferenceError(
-                "`and` / `or` / `not` on a tensor with dimensions is data dependent per lane; "
-                "use torch.logical_and / logical_or / logical_not with torch.where",
+                f"{what} on a tensor with dimensions is data dependent per lane; {instead}",
                 loc=self.location_fn(*loc),
             )
+        return value
+
+    def _condition_truth(self, value: Any, loc: tuple) -> Any:
+        """An operand of an `if` test's `and` / `or` / `not`: a Python value as it is, a 0-D
+        device value as a device bool (nonzero), a tensor argument as `if flag:` reads it."""
+        if isinstance(value, TileProxy):
+            return value  # Python's truth test of it raises IncorrectTileUsage
+        value = self._test_operand(
+            value,
+            loc,
+            "`and` / `or` / `not`",
+            "use torch.logical_and / logical_or / logical_not with torch.where",
+        )
+        if not isinstance(value, DeviceValue):
+            return value
         if value.dtype == torch.bool:
             return value
         return torch.ne(value, 0)
