@@ -250,6 +250,39 @@ def test_same_seed_same_search(cls: type[BaseSearch]) -> None:
     ]
 
 
+_HISTORY_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import test_autotuner_search as t
+from helion.autotuner.search import SurrogateSearch, config_key
+search = t.run(SurrogateSearch, t.matmul_like_spec(), t.matmul_like_cost, seed=1, max_evaluations=60)
+print([config_key(trial.config) for trial in search.history])
+"""
+
+
+def test_same_seed_same_search_in_processes_of_other_hash_seeds() -> None:
+    # the surrogate's crossover walked a set of config keys, whose order follows
+    # PYTHONHASHSEED: one seed gave other searches in other processes
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    histories = []
+    for hash_seed in ("1", "13"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _HISTORY_SCRIPT, str(Path(__file__).parent)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        histories.append(done.stdout)
+    assert histories[0] == histories[1]
+
+
 def test_every_measured_config_is_valid_and_measured_once() -> None:
     spec = matmul_like_spec()
     search = run(SurrogateSearch, spec, matmul_like_cost, seed=4, profile=QUICK)

@@ -139,7 +139,9 @@ class SurrogateSearch(BaseSearch):
 
     def _crossover(self, a: Any, b: Any) -> Any:
         mixed = {}
-        for key in set(a) | set(b):
+        # in the configs' own key order: a set's order follows PYTHONHASHSEED, and the draws
+        # below would then differ between processes of one seed
+        for key in [*a, *(k for k in b if k not in a)]:
             if key in a and key in b:
                 mixed[key] = a[key] if self.rng.random() < 0.5 else b[key]
             else:
