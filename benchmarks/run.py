@@ -353,10 +353,13 @@ def run_sweep(
         kernel.settings.static_shapes = False
         dynamic_bound = kernel.bind(args)
         dynamic_run = dynamic_bound.compile_config(config)
-        _check(dynamic_run(*args), bench.reference(*args), bench)
+        # a new size traces and generates again; a module of the same source is shared
+        dynamic_first_ms, got = _first_call_ms(dynamic_run, args, device)
+        _check(got, bench.reference(*args), bench)
         # the key includes static_shapes, so this binds apart from the dynamic kernel
         kernel.settings.static_shapes = True
         static_run = kernel.bind(args).compile_config(config)
+        static_first_ms, _ = _first_call_ms(static_run, args, device)
         kernel.settings.static_shapes = False
         work = bench.work(args)
         dynamic_ms = timer.median_ms(lambda run=dynamic_run, args=args: run(*args))
@@ -374,11 +377,22 @@ def run_sweep(
                     work / (dynamic_ms * 1e-3) / 1e12 / rooflines["copy_tbs"], 3
                 ),
                 "dynamic_vs_static": round(dynamic_ms / static_ms, 3),
+                "dynamic_first_call_ms": round(dynamic_first_ms, 1),
+                "static_first_call_ms": round(static_first_ms, 1),
             }
         )
     kernel.settings.static_shapes = True
     kernel.reset()
     return row
+
+
+def _first_call_ms(run: Any, args: tuple, device: torch.device) -> tuple[float, Any]:
+    """Wall time of a first call at a new size (trace, code generation, compile, launch)."""
+    start = time.perf_counter()
+    result = run(*args)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) * 1e3, result
 
 
 def _print_sweep(row: dict) -> None:
@@ -390,11 +404,13 @@ def _print_sweep(row: dict) -> None:
     )
     print(
         f"  {'rows':>6} {'dynamic ms':>11} {'static ms':>10} {'torch ms':>9} {'TB/s':>7} {'of copy':>8} {'dyn/static':>10}"
+        f" {'1st call dyn/static ms':>23}"
     )
     for point in row["sweep"]:
         print(
             f"  {point['rows']:>6} {point['dynamic_ms']:11.4f} {point['static_ms']:10.4f} {point['torch_ms']:9.4f}"
-            f" {point['dynamic_TB/s']:7.3f} {point['dynamic_of_copy']:8.1%} {point['dynamic_vs_static']:10.3f}",
+            f" {point['dynamic_TB/s']:7.3f} {point['dynamic_of_copy']:8.1%} {point['dynamic_vs_static']:10.3f}"
+            f" {point['dynamic_first_call_ms']:11.1f} /{point['static_first_call_ms']:9.1f}",
             flush=True,
         )
 

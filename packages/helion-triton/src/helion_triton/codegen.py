@@ -36,6 +36,7 @@ from helion.ir.core import Block
 from helion.ir.core import KernelIR
 from helion.ir.core import Node
 from helion.ir.core import ScalarArg
+from helion.ir.core import TensorArg
 from helion.ir.core import TensorType
 from helion.ir.core import TileType
 from helion.ir.core import Value
@@ -45,6 +46,8 @@ from helion_triton import fp8
 from helion_triton import looped
 from helion_triton import mathlib
 from helion_triton.analysis import KernelAnalysis
+from helion_triton.sizes import RuntimeSize
+from helion_triton.sizes import RuntimeSizes
 from helion_triton.target import TritonTarget
 from helion_triton.tunables import MAX_STATIC_RANGE_ITERATIONS
 from helion_triton.tunables import TritonOptions
@@ -232,13 +235,15 @@ class LaunchPlan:
     """What the generated launcher does, for `DirectLaunch` to do the same in one function: launch
     the kernel with ``args`` (names among the launcher's ``params``) over ``grid``, a tuple
     expression over those names (``triton.cdiv`` allowed), with the launcher's constexprs and
-    options. ``static_grid``: the grid when it is constant."""
+    options. ``static_grid``: the grid when it is constant. ``prelude``: statements that bind
+    argument names from the parameters first (`RuntimeSizes.launcher_lines`)."""
 
     params: tuple[str, ...]
     args: tuple[str, ...]
     grid: str
     rank: int
     static_grid: tuple[int, ...] | None
+    prelude: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -423,6 +428,10 @@ class KernelCodegen:
         self._dim_cache: dict[Any, str] = {}
         # reduction dimensions of length 0 (`x[tile, :]` of an empty dimension)
         self.empty_rdims = ir.empty_reduction_blocks()
+        # static_shapes=False: tensor sizes and strides are kernel arguments
+        self.sizes = RuntimeSizes(
+            ir, settings is not None and not settings.static_shapes, self.fresh
+        )
         self._resolve_blocks()
 
     # ------------------------------------------------------------------------------------------
@@ -760,7 +769,36 @@ class KernelCodegen:
         """A loop bound in kernel code, in the index dtype."""
         if isinstance(bound, Value):
             return self.operand(bound, self.index_dtype)
+        if isinstance(bound, RuntimeSize):
+            return self.sizes.text(bound, self.tensor_names)
         return self.expr(bound)
+
+    def loop_bounds(self, node: Node) -> tuple[list[Any], list[Any]]:
+        """A loop's (begins, ends): ints that are tensor sizes become `RuntimeSize` arguments
+        under ``static_shapes=False``; anything not an int takes the paths of runtime bounds."""
+        blocks = node.attrs["block_ids"]
+        begins = [
+            self.sizes.extent(b, i) for b, i in zip(node.attrs["begins"], blocks, strict=True)
+        ]
+        ends = [self.sizes.extent(e, i) for e, i in zip(node.attrs["ends"], blocks, strict=True)]
+        return begins, ends
+
+    def extent_text(self, value: int) -> str:
+        """A length in kernel code (a reduction dimension, the end of a slice): its size
+        argument under ``static_shapes=False``, else the number."""
+        return self.sizes.text(self.sizes.extent(value), self.tensor_names)
+
+    def size_text(self, tensor: TensorArg, dim: int) -> str:
+        return self.sizes.text(self.sizes.size(tensor, dim), self.tensor_names)
+
+    def stride_text(self, tensor: TensorArg, dim: int) -> str:
+        return self.sizes.text(self.sizes.stride(tensor, dim), self.tensor_names)
+
+    def is_kernel_argument(self, expr: str) -> bool:
+        """Is ``expr`` a scalar or size argument (defined before any statement)?"""
+        return expr in self.sizes.params() or expr in {
+            self.exprs.get(s.value.id) for s in self.ir.scalar_args
+        }
 
     # ------------------------------------------------------------------------------------------
     # nodes and blocks
@@ -850,10 +888,11 @@ class KernelCodegen:
         ) and self._short_static(node)
         depth = self.depth
         saved = self._push_tiles()
+        begins, ends = self.loop_bounds(node)
         for position, dim in enumerate(reversed(order)):
             block_id = block_ids[dim]
-            begin = self.bound(node.attrs["begins"][dim])
-            end = self.bound(node.attrs["ends"][dim])
+            begin = self.bound(begins[dim])
+            end = self.bound(ends[dim])
             if not _IDENTIFIER.match(begin) and not begin.lstrip("-").isdigit():
                 begin = self.assign(begin, f"begin_{block_id}")
             if not _IDENTIFIER.match(end) and not end.lstrip("-").isdigit():
@@ -873,9 +912,7 @@ class KernelCodegen:
             self.depth += 1
             offset_dtype = (
                 torch.int32
-                if all(
-                    isinstance(b, int) for b in (node.attrs["begins"][dim], node.attrs["ends"][dim])
-                )
+                if all(isinstance(b, int) for b in (begins[dim], ends[dim]))
                 else self.index_dtype
             )
             if offset_dtype != self.index_dtype or (self.target.interpret and not static):
@@ -891,7 +928,7 @@ class KernelCodegen:
                 end,
                 node.attrs["is_grid"],
                 offset_dtype,
-                static_bounds=(node.attrs["begins"][dim], node.attrs["ends"][dim]),
+                static_bounds=(begins[dim], ends[dim]),
             )
             self._bind_tile(body.args[dim], tile)
         self.emit_block(body)
@@ -907,7 +944,7 @@ class KernelCodegen:
             self.exprs[out.id] = name
 
     def _short_static(self, node: Node) -> bool:
-        begins, ends = node.attrs["begins"], node.attrs["ends"]
+        begins, ends = self.loop_bounds(node)
         if not all(isinstance(b, int) for b in (*begins, *ends)):
             return False
         iterations = 1
@@ -1064,13 +1101,15 @@ class KernelCodegen:
             size = self.rdim_size(info)  # 0: one lane, masked off
             if size != next_power_of_2(size):
                 mask = self.fresh(f"rmask_{info.block_id}")
-                self.emit_prologue(f"{mask} = {index} < {size}")
+                self.emit_prologue(f"{mask} = {index} < {self.extent_text(size)}")
             self.rdims[info.block_id] = RdimVars(index, mask, "0")
             self.used_constexprs.add(info.symbol.name)
 
         from helion_triton.dispatch import emit_dispatch
 
         grid, barrier = emit_dispatch(self)
+        size_params = self.sizes.params()
+        params += size_params
         constexprs = []
         constexpr_values = []
         for info in ir.block_sizes:
@@ -1080,8 +1119,11 @@ class KernelCodegen:
             constexpr_values.append(f"{info.symbol.name}={self.block_value[info.block_id]}")
         signature = ", ".join(params + self.extra_params + constexprs)
         decorator = "@triton.jit"
-        if scalar_params:
-            names = ", ".join(repr(name) for _, name in scalar_params)
+        unspecialized = [name for _, name in scalar_params]
+        if getattr(self.settings, "triton_do_not_specialize", False):
+            unspecialized += size_params
+        if unspecialized:
+            names = ", ".join(repr(name) for name in unspecialized)
             decorator = f"@triton.jit(do_not_specialize=[{names}])"
 
         out: list[str] = [f"# generated by helion-triton for kernel {ir.name!r}"]
@@ -1128,6 +1170,8 @@ class KernelCodegen:
         count = max(host_names, default=-1) + 1
         positional = [host_names.get(i, f"_unused_{i}") for i in range(count)]
         lines = [f"def {launcher_name}({', '.join([*positional, '*_rest'])}):"]
+        prelude = tuple(self.sizes.launcher_lines(self.tensor_names))
+        lines += [f"    {line}" for line in prelude]
         args = list(params)
         if barrier and self.barrier_param is not None:
             device_of = self.tensor_names[ir.tensor_args[0].index]
@@ -1148,7 +1192,12 @@ class KernelCodegen:
             if all(int(d) > 0 for d in dims):
                 lines.append(f"    {kernel_name}[{grid}]({call_args})")
                 plan = LaunchPlan(
-                    tuple(positional), tuple(args), grid, len(dims), tuple(int(d) for d in dims)
+                    tuple(positional),
+                    tuple(args),
+                    grid,
+                    len(dims),
+                    tuple(int(d) for d in dims),
+                    prelude,
                 )
             else:
                 lines.append("    pass  # nothing to launch: the loops are empty")
@@ -1159,7 +1208,7 @@ class KernelCodegen:
             lines.append(f"    if min({grid_name}) > 0:")
             lines.append(f"        {kernel_name}[{grid_name}]({call_args})")
             rank = len(ast.parse(grid, mode="eval").body.elts)  # dims may hold commas: cdiv(n, 8)
-            plan = LaunchPlan(tuple(positional), tuple(args), grid, rank, None)
+            plan = LaunchPlan(tuple(positional), tuple(args), grid, rank, None, prelude)
         if barrier and self.barrier_param is not None:
             plan = None
         return launcher_name, lines, plan
@@ -1168,4 +1217,6 @@ class KernelCodegen:
         """A top-level loop bound in launcher code (None when only the device knows it)."""
         if isinstance(bound, Value):
             return self.scalar_param_names.get(bound.id)
+        if isinstance(bound, RuntimeSize):  # bound by the launcher's prelude
+            return self.sizes.text(bound, self.tensor_names)
         return self.expr(bound)

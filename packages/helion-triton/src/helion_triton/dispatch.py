@@ -117,7 +117,7 @@ def _plan(cg: KernelCodegen, node: Node) -> TopLoop:
     )
     order = cg.options.loop_order(analysis.multi_dim_loop_index.get(loop.loop_id), len(block_ids))
     group = int(TritonOptions.item(cg.options.l2_groupings, analysis.l2_index.get(loop.loop_id), 1))
-    begins, ends = node.attrs["begins"], node.attrs["ends"]
+    begins, ends = cg.loop_bounds(node)
     counts, host_counts, static_counts = [], [], []
     if flattened:
         numel_static = math.prod(e for e in ends) if all(isinstance(e, int) for e in ends) else None
@@ -140,15 +140,19 @@ def _plan(cg: KernelCodegen, node: Node) -> TopLoop:
                 host_counts.append(str(static))
                 static_counts.append(static)
                 continue
-            counts.append(f"tl.cdiv({cg.bound(end)} - {cg.bound(begin)}, {step})")
+            counts.append(f"tl.cdiv({_span(cg.bound(begin), cg.bound(end))}, {step})")
             hb, he = cg.host_bound(begin), cg.host_bound(end)
             host_counts.append(
-                None if hb is None or he is None else f"triton.cdiv({he} - {hb}, {step})"
+                None if hb is None or he is None else f"triton.cdiv({_span(hb, he)}, {step})"
             )
             static_counts.append(None)
     return TopLoop(
         node, loop, block_ids, is_grid, flattened, order, group, counts, host_counts, static_counts
     )
+
+
+def _span(begin: str, end: str) -> str:
+    return end if begin == "0" else f"{end} - {begin}"
 
 
 def _program_id(cg: KernelCodegen, axis: int) -> str:
@@ -320,8 +324,9 @@ def _emit_tiles(cg: KernelCodegen, plan: TopLoop, pids: dict[int, str]) -> None:
     node = plan.node
     body = node.regions[0]
     saved = cg._push_tiles()
+    begins, ends = cg.loop_bounds(node)
     for dim, block_id in enumerate(plan.block_ids):
-        begin_value, end_value = node.attrs["begins"][dim], node.attrs["ends"][dim]
+        begin_value, end_value = begins[dim], ends[dim]
         begin, end = cg.bound(begin_value), cg.bound(end_value)
         step = cg._step_str(block_id, plan.is_grid)
         scaled = pids[dim] if step == "1" else f"{pids[dim]} * {step}"
@@ -345,7 +350,7 @@ def _emit_flattened(cg: KernelCodegen, plan: TopLoop, linear: str) -> None:
 
     node = plan.node
     body = node.regions[0]
-    ends = node.attrs["ends"]
+    _, ends = cg.loop_bounds(node)
     symbols = [cg.ir.block(b).symbol for b in plan.block_ids]
     for symbol in symbols:
         cg.used_constexprs.add(symbol.name)

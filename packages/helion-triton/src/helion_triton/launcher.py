@@ -586,13 +586,12 @@ class DirectLaunch:
         if len(self._signature[0]) != len(plan.args) or not 1 <= plan.rank <= 3:
             return None
         params = ", ".join([*plan.params, "*_rest"])
+        prelude = "".join(f"    {line}\n" for line in plan.prelude)
         if plan.static_grid is not None:
-            grid_lines = ""
+            grid_lines = prelude
             dims = ", ".join(str(g) for g in (*plan.static_grid, 1, 1)[:3])
         else:  # an empty grid launches nothing, as in the module launcher
-            grid_lines = (
-                f"    __grid = {plan.grid}\n    if min(__grid) <= 0:\n        return None\n"
-            )
+            grid_lines = f"{prelude}    __grid = {plan.grid}\n    if min(__grid) <= 0:\n        return None\n"
             dims = ", ".join([*(f"__grid[{i}]" for i in range(plan.rank)), "1", "1"][:3])
         body = self._launch_body(plan.args, dims, f"return _module_launcher({params})")
         if body is None:

@@ -154,6 +154,7 @@ def emit_group(cg: KernelCodegen, group: ChunkGroup | OnlineSum, block: Block) -
         return
     info = cg.ir.block(group.block_id)
     size = info.size_hint
+    size_text = cg.extent_text(size)  # a size argument under static_shapes=False
     states = []
     for sink in group.sinks:
         if sink.op.reduction or sink.op is ops.dot:
@@ -173,7 +174,7 @@ def emit_group(cg: KernelCodegen, group: ChunkGroup | OnlineSum, block: Block) -
         mask = None
         if masked:
             mask = cg.fresh(f"rmask_{group.block_id}")
-            cg.emit(f"{mask} = {index} < {size}")
+            cg.emit(f"{mask} = {index} < {size_text}")
         cg.rdims[group.block_id] = RdimVars(index, mask, offset)
         for node in block.nodes:
             if id(node) in group.subgraph:
@@ -198,13 +199,15 @@ def emit_group(cg: KernelCodegen, group: ChunkGroup | OnlineSum, block: Block) -
     # and the last, partial chunk follows the loop with its mask.
     full = size - size % group.chunk
     if size % group.chunk and full > 0:
+        if size_text != str(size):
+            full = cg.assign(f"{size_text} - {size_text} % {chunk}", f"rfull_{group.block_id}")
         cg.emit(f"for {offset} in tl.range(0, {full}, {chunk}):")
         with cg.indented():
             chunk_body(masked=False)
         cg.emit(f"{offset} = {full}  # the partial chunk")
         chunk_body(masked=True)
     else:
-        cg.emit(f"for {offset} in tl.range(0, {size}, {chunk}):")
+        cg.emit(f"for {offset} in tl.range(0, {size_text}, {chunk}):")
         with cg.indented():
             chunk_body(masked=size % group.chunk != 0)
     for sink, state in zip(group.sinks, states, strict=False):

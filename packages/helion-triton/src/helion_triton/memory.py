@@ -68,7 +68,7 @@ def pointer_access(ctx: Any, node: Node, lead: int = 0) -> tuple[str, str | None
         if kind == "none":
             position += 1
             continue
-        stride = tensor.stride[dim]
+        stride = ctx.stride_text(tensor, dim)
         dim += 1
         if kind == "tile":
             tile = ctx.tile_vars(node.inputs[item[1]])
@@ -127,8 +127,8 @@ def pointer_access(ctx: Any, node: Node, lead: int = 0) -> tuple[str, str | None
     return pointer, (" & ".join(masks) if masks else None), offset
 
 
-def _term(index: str, stride: int) -> str:
-    if stride == 1:
+def _term(index: str, stride: str) -> str:
+    if stride == "1":
         return index
     return f"{index} * {stride}"
 
@@ -156,7 +156,7 @@ def box_dims(ctx: Any, node: Node) -> list[BoxDim] | None:
                 or ctx.block_value[tile.block_id] != ctx.real_block[tile.block_id]
             ):
                 return None
-            bound = tile.end if tile.mask is not None else str(tensor.shape[position])
+            bound = tile.end if tile.mask is not None else ctx.size_text(tensor, position)
             dims.append(
                 BoxDim(
                     tile.offset,
@@ -178,7 +178,7 @@ def box_dims(ctx: Any, node: Node) -> list[BoxDim] | None:
                     offset,
                     ctx.dim_str(rdim),
                     ctx.extent(rdim),
-                    str(start + length),
+                    ctx.extent_text(start + length),
                     lanes.mask is not None,
                 )
             )
@@ -209,8 +209,8 @@ def _descriptor_ok(ctx: Any, node: Node, dims: list[BoxDim]) -> bool:
 
 
 def _known_at_start(ctx: Any, expr: str) -> bool:
-    """Is ``expr`` a number or a scalar argument (defined before any loop)?"""
-    return expr.isdigit() or expr in {ctx.exprs.get(s.value.id) for s in ctx.ir.scalar_args}
+    """Is ``expr`` a number or a scalar or size argument (defined before any loop)?"""
+    return expr.isdigit() or ctx.is_kernel_argument(expr)
 
 
 def _indexing(ctx: Any, node: Node) -> str:
@@ -236,7 +236,7 @@ def _descriptor(ctx: Any, node: Node, dims: list[BoxDim]) -> str:
     tensor: TensorArg = node.attrs["tensor"]
     base = ctx.tensor_param(tensor.index)
     shape = ", ".join(d.bound for d in dims)
-    strides = ", ".join(str(s) for s in tensor.stride)
+    strides = ", ".join(ctx.stride_text(tensor, d) for d in range(len(tensor.stride)))
     block = ", ".join(d.extent for d in dims)
     key = (tensor.index, shape, block)
     return ctx.descriptor(
@@ -254,7 +254,7 @@ def _block_pointer(ctx: Any, node: Node, dims: list[BoxDim]) -> tuple[str, str]:
     order = sorted(range(len(dims)), key=lambda d: (tensor.stride[d], -d))
     pointer = (
         f"tl.make_block_ptr({base}, shape=[{', '.join(d.bound for d in dims)}], "
-        f"strides=[{', '.join(str(s) for s in tensor.stride)}], offsets=[{', '.join(d.offset for d in dims)}], "
+        f"strides=[{', '.join(ctx.stride_text(tensor, d) for d in range(len(tensor.stride)))}], offsets=[{', '.join(d.offset for d in dims)}], "
         f"block_shape=[{', '.join(d.extent for d in dims)}], order={order})"
     )
     checks = [str(i) for i, d in enumerate(dims) if d.masked]

@@ -504,7 +504,7 @@ class _SettingsFields:
     triton_do_not_specialize: bool = _bool_setting(
         "HELION_TRITON_DO_NOT_SPECIALIZE",
         False,
-        "Pass do_not_specialize for dynamic size/stride args (static_shapes=False only).",
+        "Pass do_not_specialize for dynamic size/stride args (static_shapes=False, Triton only).",
     )
     ref_mode: RefMode = _setting(  # noqa: RUF009 (returns a dataclasses.field)
         "HELION_INTERPRET",
