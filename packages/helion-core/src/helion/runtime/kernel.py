@@ -1050,6 +1050,66 @@ class _CompiledTrace:
         return all(namespace.get(name) is value for namespace, name, value in self.name_guards)
 
 
+# up to this many variants of a config, a call scans them in trace order (about 0.4 us each on
+# CPU); past it, `_VariantIndex` finds the call's one first
+_SCANNED_VARIANTS = 4
+
+
+class _VariantIndex:
+    """The variants of one config, keyed by the shapes, strides, dtypes and constants their
+    guards test. Under ``static_shapes=False`` each size traced is a variant: one dict lookup
+    finds a call's among however many sizes were traced, where a scan of the list grows with
+    them. Variants that read containers' leaves (`KernelIR.lifted`) are left to the scan."""
+
+    __slots__ = ("_tables",)
+
+    def __init__(self) -> None:
+        # (tensor guard indices, constant guard indices) -> key -> the first variant traced
+        self._tables: dict[tuple, dict[tuple, _CompiledTrace]] = {}
+
+    def add(self, variant: _CompiledTrace) -> None:
+        if variant.ir.lifted or variant.ir.structure_guards:
+            return
+        layout = (
+            tuple(guard[0] for guard in variant.tensor_guards),
+            tuple(index for index, _ in variant.constant_guards),
+        )
+        key = (
+            tuple(
+                (tuple(shape), tuple(stride), dtype)
+                for _, shape, stride, dtype in variant.tensor_guards
+            ),
+            tuple(expected for _, expected in variant.constant_guards),
+        )
+        try:
+            self._tables.setdefault(layout, {}).setdefault(key, variant)
+        except TypeError:
+            pass  # an unhashable constant: the scan finds it
+
+    def rebuild(self, variants: Sequence[_CompiledTrace]) -> None:
+        self._tables.clear()
+        for variant in variants:
+            self.add(variant)
+
+    def find(self, values: Sequence[Any], args: Sequence[Any]) -> _CompiledTrace | None:
+        """The variant whose guards ``values`` pass (None: none indexed, or not found)."""
+        for (tensors, constants), table in tuple(self._tables.items()):
+            try:
+                key = (
+                    tuple(
+                        (tuple(values[i].shape), values[i].stride(), values[i].dtype)
+                        for i in tensors
+                    ),
+                    tuple(values[i] for i in constants),
+                )
+                variant = table.get(key)
+            except (AttributeError, IndexError, RuntimeError, TypeError):
+                continue  # not a (strided) tensor where the guards had one, or unhashable
+            if variant is not None and variant.matches_call(values, args):
+                return variant
+        return None
+
+
 class CompiledConfig:
     """What `BoundKernel.compile_config` returns: call it with the kernel's arguments."""
 
@@ -1095,6 +1155,7 @@ class BoundKernel:
         self._host_factory = ast_rewrite.build_host_factory(self.split)
         self._device_factory = ast_rewrite.build_device_factory(self.split)
         self._variants: dict[Config, list[_CompiledTrace]] = {}
+        self._variant_index: dict[Config, _VariantIndex] = {}
         self._runners: dict[Config, tuple[Callable[..., Any], Callable[..., Any]]] = {}
         # the cold paths (picking or tuning the config, tracing a variant, building runners)
         # one thread at a time: a second thread's first call waits for the first one's tuning
@@ -1535,6 +1596,7 @@ class BoundKernel:
         )
         variant.specialize_guards(full_values, args, trusted)
         variants.append(variant)
+        self._variant_index.setdefault(config, _VariantIndex()).add(variant)
         return variant
 
     def _check_config_fits(self, ir: KernelIR, values: Sequence[Any]) -> None:
@@ -1574,6 +1636,7 @@ class BoundKernel:
         if not variants or all(variant.names_hold() for variant in variants):
             return
         variants[:] = [variant for variant in variants if variant.names_hold()]
+        self._variant_index.setdefault(config, _VariantIndex()).rebuild(variants)
         if config in self._runners:
             self._build_runners(config)
 
@@ -1595,6 +1658,7 @@ class BoundKernel:
 
     def _build_runners(self, config: Config) -> tuple[Callable[..., Any], Callable[..., Any]]:
         variants = self._variants.setdefault(config, [])
+        index = self._variant_index.setdefault(config, _VariantIndex())
         discovery = self._discovery_ir
         mode = HostMode(self, config)
         # launches of the first variant before the host code calls its guarded launch (a
@@ -1605,15 +1669,19 @@ class BoundKernel:
         def launch(*values: Any) -> None:
             nonlocal launches_left
             args = mode.args
-            # each variant reads the leaves of containers its own way (`KernelIR.lifted`): a
-            # container the host code built of another length is another variant's
-            for variant in variants:
-                full = _launch_values(variant.ir, values)
-                if full is not None and variant.matches_call(full, args):
-                    break
+            found = index.find(values, args) if len(variants) > _SCANNED_VARIANTS else None
+            if found is not None:
+                variant, full = found, values
             else:
-                variant = self._variant_for(config, values, args)
-                full = _with_lifted(values, variant.ir.lifted)
+                # each variant reads the leaves of containers its own way (`KernelIR.lifted`):
+                # a container the host code built of another length is another variant's
+                for variant in variants:
+                    full = _launch_values(variant.ir, values)
+                    if full is not None and variant.matches_call(full, args):
+                        break
+                else:
+                    variant = self._variant_for(config, values, args)
+                    full = _with_lifted(values, variant.ir.lifted)
             values = full
             if variant.ir.rng_seed is not None:
                 # torch.rand in device code: a seed from torch's CPU generator, per launch
