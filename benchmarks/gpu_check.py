@@ -49,7 +49,9 @@ def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object
     return configs
 
 
-def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[dict]:
+def check_module(
+    name: str, backend: str, n_random: int, timer: Timer, static_shapes: bool = True
+) -> list[dict]:
     from _common import assert_matches
     from _common import clone_args
 
@@ -59,6 +61,7 @@ def check_module(name: str, backend: str, n_random: int, timer: Timer) -> list[d
         kernel = case.kernel
         kernel.settings.backend = backend
         kernel.settings.autotune_effort = "none"
+        kernel.settings.static_shapes = static_shapes
         kernel.reset()
         args = (case.args or module.example_args)()
         expected = case.reference(*clone_args(args))
@@ -117,12 +120,15 @@ def main() -> int:
     parser.add_argument("--random", type=int, default=4)
     parser.add_argument("--kernels", default=",".join(SUITE))
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--dynamic", action="store_true", help="static_shapes=False (sizes as kernel arguments)"
+    )
     ns = parser.parse_args()
     timer = Timer(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     rows = []
     for name in ns.kernels.split(","):
         try:
-            rows.extend(check_module(name, ns.backend, ns.random, timer))
+            rows.extend(check_module(name, ns.backend, ns.random, timer, not ns.dynamic))
         except Exception as error:
             traceback.print_exc()
             rows.append(

@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_session.sh perf2 OUT   # cross entropy, embedding, rope; launch overhead
 #   bash benchmarks/gpu_session.sh perf3 OUT   # matmul, fp8 matmul, attention (compute-bound rows)
 #   bash benchmarks/gpu_session.sh sweep OUT   # static_shapes=False over 8 row counts
+#   bash benchmarks/gpu_session.sh dynamic OUT # static_shapes=False: the example suite, then the sweep
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
@@ -190,9 +191,21 @@ case "$phase" in
     step sweep 540 python3 benchmarks/run.py --kernels '' --sweep add,softmax,rms_norm,layer_norm,swiglu,geglu \
       --effort quick --json "$out/sweep.json"
     ;;
+  dynamic)  # static_shapes=False: the example suite compiled with sizes as kernel arguments (4
+            # processes), then the sweep of 8 row counts for the rows in SWEEP
+    i=0
+    for kernels in $(python3 -c "import sys; sys.path.insert(0, 'examples'); from _common import SUITE; print(' '.join(','.join(SUITE[i::4]) for i in range(4)))"); do
+      TAIL=4 step "dynamic_check_$i" 300 python3 benchmarks/gpu_check.py --backend triton --random 1 --dynamic \
+        --kernels "$kernels" &
+      i=$((i + 1))
+    done
+    for job in $(jobs -p); do wait "$job" || status=1; done
+    TAIL=40 step sweep 400 python3 benchmarks/run.py --kernels '' --sweep "${SWEEP:-add,rms_norm,softmax}" \
+      --effort quick --json "$out/sweep.json"
+    ;;
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|flush|stability|overhead|profile|compare|sweep|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|flush|stability|overhead|profile|compare|sweep|dynamic|examples OUT"; exit 2 ;;
 esac
 exit $status
