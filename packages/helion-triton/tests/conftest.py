@@ -36,3 +36,15 @@ def triton_backend_registered():
 @pytest.fixture(params=DEVICES)
 def device(request) -> torch.device:
     return torch.device(request.param)
+
+
+@pytest.fixture
+def descriptors_on_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interpreter implements tensor descriptors: let the generator use them on CPU."""
+    from helion_triton.target import TritonTarget
+
+    monkeypatch.setattr(
+        TritonTarget,
+        "supports_tensor_descriptor",
+        property(lambda self: self.has_tensor_descriptor),
+    )

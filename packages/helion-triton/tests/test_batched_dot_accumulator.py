@@ -13,7 +13,6 @@ import torch
 import helion
 import helion.language as hl
 from helion_triton import reductions
-from helion_triton.target import TritonTarget
 
 
 def batched_matmul_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -26,15 +25,6 @@ def batched_matmul_acc(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             acc = torch.baddbmm(acc, a[tile_b, tile_m, tile_k], b[tile_b, tile_k, :])
         out[tile_b, tile_m, :] = acc
     return out
-
-
-@pytest.fixture
-def descriptors_on_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        TritonTarget,
-        "supports_tensor_descriptor",
-        property(lambda self: self.has_tensor_descriptor),
-    )
 
 
 def _compile(indexing: str) -> tuple[str, torch.Tensor, torch.Tensor]:

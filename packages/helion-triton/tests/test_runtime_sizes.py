@@ -15,7 +15,6 @@ import torch
 import helion
 import helion.language as hl
 from helion_triton import launcher
-from helion_triton.target import TritonTarget
 
 
 def scale_rows(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -187,16 +186,6 @@ def test_do_not_specialize_names_the_size_arguments(setting: bool) -> None:
     (source,) = _sources(kernel)
     decorator = next(line for line in source.splitlines() if line.startswith("@triton.jit"))
     assert ("_size_0'" in decorator and "_stride_0'" in decorator) is setting
-
-
-@pytest.fixture
-def descriptors_on_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The interpreter implements tensor descriptors; let the generator use them."""
-    monkeypatch.setattr(
-        TritonTarget,
-        "supports_tensor_descriptor",
-        property(lambda self: self.has_tensor_descriptor),
-    )
 
 
 @pytest.mark.usefixtures("descriptors_on_the_interpreter")
