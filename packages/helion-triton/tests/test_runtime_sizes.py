@@ -229,3 +229,26 @@ def test_random_configs_match_ref_across_sizes(name: str) -> None:
         for rows in (37, 90):
             args = make_args(rows)
             torch.testing.assert_close(kernel(*args), ref(*args), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
+)
+@pytest.mark.parametrize("layout", ["plain", "flattened", "grouped"])
+def test_program_layouts_take_the_size_arguments(pid_type: str, layout: str) -> None:
+    # the grid and each program's tile come from the size arguments, on every layout
+    config = {"block_sizes": [8, 16], "pid_type": pid_type}
+    if layout == "flattened":
+        config["flatten_loops"] = [True]
+    elif layout == "grouped":
+        config["l2_groupings"] = [4]
+    kernel = helion.kernel(
+        scale_rows, backend="triton", static_shapes=False, config=helion.Config(**config)
+    )
+    for rows in ROW_COUNTS:
+        x, y = _scale_rows_args(rows)
+        torch.testing.assert_close(kernel(x, y), x * 2 + y)
+    (source,) = _sources(kernel)
+    assert "_size_0" in source
+    assert ("flat_index" in source) is (layout == "flattened")
+    assert ("num_pid_in_group" in source) is (layout == "grouped")
