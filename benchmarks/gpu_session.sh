@@ -195,12 +195,12 @@ case "$phase" in
             # processes), then the sweep of 8 row counts for the rows in SWEEP
     i=0
     for kernels in $(python3 -c "import sys; sys.path.insert(0, 'examples'); from _common import SUITE; print(' '.join(','.join(SUITE[i::4]) for i in range(4)))"); do
-      TAIL=4 step "dynamic_check_$i" 300 python3 benchmarks/gpu_check.py --backend triton --random 1 --dynamic \
+      TAIL=4 step "dynamic_check_$i" 240 python3 benchmarks/gpu_check.py --backend triton --random 1 --dynamic \
         --kernels "$kernels" &
       i=$((i + 1))
     done
     for job in $(jobs -p); do wait "$job" || status=1; done
-    TAIL=40 step sweep 400 python3 benchmarks/run.py --kernels '' --sweep "${SWEEP:-add,rms_norm,softmax}" \
+    TAIL=40 step sweep 240 python3 benchmarks/run.py --kernels '' --sweep "${SWEEP:-rms_norm,softmax}" \
       --effort quick --json "$out/sweep.json"
     ;;
   examples)
