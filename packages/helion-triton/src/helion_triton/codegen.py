@@ -653,12 +653,35 @@ class KernelCodegen:
             if len(shared) > 1:
                 tile = self._tile_of_dim(dim, shared, origin)
             return tile.mask if tile else None
+        merged = self._merged_mask(dim, origin)
+        if merged is not None:
+            return merged
         for symbol in dim.free_symbols:
             if self.dim_mask(symbol) is not None:
                 raise self.unsupported(
                     f"masking the merged dimension {dim} (its tiles are partial)"
                 )
         return None
+
+    def _merged_mask(self, dim: Any, origin: Any) -> str | None:
+        """The mask of a dimension ``c * B`` (an int times one block size), whose lane ``j``
+        is lane ``j // c`` of ``B``: ``hl.arange(bk * 2)``, or ``B`` merged with a dim of
+        ``c`` after it (`stack([lo, hi], dim=1).reshape(bk * 2, n)`; the reshape lowering
+        refuses the other order where ``B``'s tiles may be partial). None when ``B`` has no
+        mask, or for another shape of expression."""
+        factor, rest = dim.as_coeff_Mul()
+        if not (factor.is_Integer and int(factor) > 1 and rest.is_Symbol):
+            return None
+        inner = self.dim_mask(rest, origin)
+        if inner is None:
+            return None
+        block = self.dim_str(rest)
+        # each lane of B repeated `factor` times, in order
+        return self.assign(
+            f"tl.reshape(tl.broadcast_to({inner}[:, None], [{block}, {int(factor)}]), "
+            f"[{self.dim_str(dim)}])",
+            "mask_merged",
+        )
 
     def _tile_of_dim(self, dim: Any, shared: list[TileVars], origin: Any) -> TileVars:
         """Of the tiles in scope that share the block size ``dim``, the one a dimension came

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import sympy
 import torch
 
 from helion.ir.core import Node
@@ -31,11 +32,52 @@ def _reshape(ctx: Any, node: Node) -> str:
                 raise ctx.unsupported(
                     f"reshape of {list(value.shape)} to {list(shape)} with a padded dimension {dim}"
                 )
+        _check_masked_dims_lead(ctx, value.shape, shape)
     if not shape:
         return f"tl.reshape({x}, [])" if value.shape else x
     if not value.shape:
         return f"tl.broadcast_to({x}, {ctx.shape(shape)})"
     return f"tl.reshape({x}, {ctx.shape(shape)})"
+
+
+def _groups(source: Any, target: Any) -> list[tuple[list, list]]:
+    """The runs of ``source`` dims and ``target`` dims with equal products (a row-major
+    reshape merges or splits within each run)."""
+    groups: list[tuple[list, list]] = []
+    a, b = [d for d in source if d != 1], [d for d in target if d != 1]
+    i = j = 0
+    while i < len(a) and j < len(b):
+        left, right = [a[i]], [b[j]]
+        i, j = i + 1, j + 1
+        while sympy.simplify(sympy.Mul(*left) - sympy.Mul(*right)) != 0:
+            if i < len(a) and (j >= len(b) or len(left) <= len(right)):
+                left.append(a[i])
+                i += 1
+            elif j < len(b):
+                right.append(b[j])
+                j += 1
+            else:
+                return []  # not a plain merge or split: nothing to check here
+        groups.append((left, right))
+    return groups
+
+
+def _check_masked_dims_lead(ctx: Any, source: Any, target: Any) -> None:
+    """A merged dimension ``c * B`` is masked as lane ``j`` -> lane ``j // c`` of ``B``
+    (`KernelCodegen._merged_mask`): refuse a merge or split that puts a block size whose
+    tiles may be partial after another dimension of its run instead."""
+    for left, right in _groups(source, target):
+        parts = left if len(left) > 1 else right
+        if len(parts) < 2:
+            continue
+        for later in parts[1:]:
+            for symbol in sympy.sympify(later).free_symbols:
+                if ctx.dim_mask(symbol) is not None:
+                    raise ctx.unsupported(
+                        f"reshape of {list(source)} to {list(target)}: the partial tiles of "
+                        f"{symbol} must be the leading dimension of the ones merged or split "
+                        "(stack on a later dimension, e.g. torch.stack([lo, hi], dim=1))"
+                    )
 
 
 @triton_lowering(ops.view_permute)
