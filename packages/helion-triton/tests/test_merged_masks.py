@@ -86,8 +86,9 @@ def _int4_reference(a: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("fn", [int4_gemm_sliced, int4_gemm_arange])
 @pytest.mark.parametrize("bk", [8, 16, 32])
-def test_int4_gemm_as_public_helion_writes_it(fn, bk: int) -> None:
+def test_int4_gemm_as_public_helion_writes_it(fn, bk: int, device: torch.device) -> None:
     a, packed = _int4_args(37, 23, 45)  # K / 2 = 23: every bk leaves a partial last tile
+    a, packed = a.to(device), packed.to(device)
     kernel = helion.kernel(
         fn, backend="triton", config=helion.Config(block_sizes=[bk, 16, 16]), dot_precision="ieee"
     )
@@ -112,8 +113,10 @@ def test_int4_gemm_random_configs_match_ref(fn) -> None:
 
 
 @pytest.mark.parametrize("block", [4, 8, 16])
-def test_interleave_stores_the_valid_lanes_of_a_merged_dimension(block: int) -> None:
-    x, y = torch.randn(23), torch.randn(23)
+def test_interleave_stores_the_valid_lanes_of_a_merged_dimension(
+    block: int, device: torch.device
+) -> None:
+    x, y = torch.randn(23, device=device), torch.randn(23, device=device)
     kernel = helion.kernel(interleave, backend="triton", config=helion.Config(block_sizes=[block]))
     torch.testing.assert_close(kernel(x, y), torch.stack([x, y], dim=1).reshape(-1))
 
@@ -140,9 +143,9 @@ def weighted_count(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("block", [4, 8, 16])
-def test_a_sum_over_a_merged_dimension_skips_padded_lanes(block: int) -> None:
-    x, y = torch.randn(23), torch.randn(23)
+def test_a_sum_over_a_merged_dimension_skips_padded_lanes(block: int, device: torch.device) -> None:
+    x, y = torch.randn(23, device=device), torch.randn(23, device=device)
     kernel = helion.kernel(
         weighted_count, backend="triton", config=helion.Config(block_sizes=[block])
     )
-    torch.testing.assert_close(kernel(x, y), torch.tensor([69.0]))
+    torch.testing.assert_close(kernel(x, y), torch.tensor([69.0], device=device))
