@@ -252,3 +252,70 @@ def test_program_layouts_take_the_size_arguments(pid_type: str, layout: str) -> 
     assert "_size_0" in source
     assert ("flat_index" in source) is (layout == "flattened")
     assert ("num_pid_in_group" in source) is (layout == "grouped")
+
+
+def grid_scale(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    out = torch.empty_like(x)
+    for i, j in hl.grid([m, n]):
+        out[i, j] = x[i, j] * 2
+    return out
+
+
+def test_grid_loops_take_the_sizes_their_indices_address() -> None:
+    # a square input must not bind both grid loops to one dimension's size (another source)
+    kernel = helion.kernel(
+        grid_scale, backend="triton", static_shapes=False, config=helion.Config()
+    )
+    for m, n in [(5, 7), (9, 6), (7, 7), (6, 6)]:
+        x = torch.randn(m, n)
+        torch.testing.assert_close(kernel(x), x * 2)
+    assert len(_sources(kernel)) == 1
+
+
+def column_sums(x: torch.Tensor) -> torch.Tensor:
+    rows, cols = x.shape
+    out = torch.zeros([cols], dtype=torch.float32, device=x.device)
+    for tile_c in hl.tile(cols):
+        acc = hl.zeros([tile_c], dtype=torch.float32)
+        for tile_r in hl.tile(rows):
+            acc = acc + x[tile_r, tile_c].sum(0)
+        out[tile_c] = acc
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fn", "config", "reference"),
+    [
+        (column_sums, {"block_sizes": [16, 4]}, lambda x: x.sum(0)),
+        (
+            scale_rows,
+            {"block_sizes": [8, 16], "flatten_loops": [True]},
+            None,
+        ),
+    ],
+)
+def test_64_bit_indexing_widens_the_size_arguments(fn, config, reference) -> None:
+    # Triton passes an int argument below 2**31 as int32: a product of two sizes (a flattened
+    # loop's element count) or a loop bounded by one would count in int32 and wrap past 2**31
+    kernel = helion.kernel(
+        fn,
+        backend="triton",
+        static_shapes=False,
+        index_dtype=torch.int64,
+        config=helion.Config(**config),
+    )
+    for rows in (37, 61):
+        if fn is column_sums:
+            args = (torch.randn(rows, 45),)
+            expected = reference(*args)
+        else:
+            args = _scale_rows_args(rows)
+            expected = args[0] * 2 + args[1]
+        torch.testing.assert_close(kernel(*args), expected, atol=1e-4, rtol=1e-4)
+    (source,) = _sources(kernel)
+    assert re.search(r"x_size_0_i64 = tl.full\(\[\], x_size_0, tl.int64\)", source)
+    kernel_body = source.split("@triton.jit", 1)[1].split("\n\n\n", 1)[0].splitlines()[2:]
+    statements = [line for line in kernel_body if "= tl.full([], " not in line]
+    uses = re.findall(r"\b\w+_(?:size|stride)_\d+(?:_i64)?\b", "\n".join(statements))
+    assert uses and all(name.endswith("_i64") for name in uses), uses

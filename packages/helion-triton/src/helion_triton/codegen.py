@@ -432,6 +432,7 @@ class KernelCodegen:
         self.sizes = RuntimeSizes(
             ir, settings is not None and not settings.static_shapes, self.fresh
         )
+        self._wide_sizes: dict[str, str] = {}  # size argument -> its int64 copy
         self._resolve_blocks()
 
     # ------------------------------------------------------------------------------------------
@@ -793,7 +794,7 @@ class KernelCodegen:
         if isinstance(bound, Value):
             return self.operand(bound, self.index_dtype)
         if isinstance(bound, RuntimeSize):
-            return self.sizes.text(bound, self.tensor_names)
+            return self._size_in_kernel(bound)
         return self.expr(bound)
 
     def loop_bounds(self, node: Node) -> tuple[list[Any], list[Any]]:
@@ -809,19 +810,35 @@ class KernelCodegen:
     def extent_text(self, value: int) -> str:
         """A length in kernel code (a reduction dimension, the end of a slice): its size
         argument under ``static_shapes=False``, else the number."""
-        return self.sizes.text(self.sizes.extent(value), self.tensor_names)
+        return self._size_in_kernel(self.sizes.extent(value))
 
     def size_text(self, tensor: TensorArg, dim: int) -> str:
-        return self.sizes.text(self.sizes.size(tensor, dim), self.tensor_names)
+        return self._size_in_kernel(self.sizes.size(tensor, dim))
 
     def stride_text(self, tensor: TensorArg, dim: int) -> str:
-        return self.sizes.text(self.sizes.stride(tensor, dim), self.tensor_names)
+        return self._size_in_kernel(self.sizes.stride(tensor, dim))
+
+    def _size_in_kernel(self, item: RuntimeSize | int) -> str:
+        """A size or stride in kernel code. Triton passes an int argument below 2**31 as int32:
+        with 64-bit indexing each size argument is widened once at the kernel's start, so that
+        products of sizes and loops bounded by them count in int64 as the numbers would."""
+        text = self.sizes.text(item, self.tensor_names)
+        if not isinstance(item, RuntimeSize) or self.index_dtype != torch.int64:
+            return text
+        wide = self._wide_sizes.get(text)
+        if wide is None:
+            wide = self.fresh(f"{text}_i64")
+            self.emit_prologue(f"{wide} = tl.full([], {text}, tl.int64)")
+            self._wide_sizes[text] = wide
+        return wide
 
     def is_kernel_argument(self, expr: str) -> bool:
         """Is ``expr`` a scalar or size argument (defined before any statement)?"""
-        return expr in self.sizes.params() or expr in {
-            self.exprs.get(s.value.id) for s in self.ir.scalar_args
-        }
+        return (
+            expr in self.sizes.params()
+            or expr in self._wide_sizes.values()
+            or expr in {self.exprs.get(s.value.id) for s in self.ir.scalar_args}
+        )
 
     # ------------------------------------------------------------------------------------------
     # nodes and blocks

@@ -26,6 +26,7 @@ from helion.ir.core import KernelIR
 from helion.ir.core import TensorArg
 from helion.ir.core import TileType
 from helion.ir.core import Value
+from helion.language import _ops as ops
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,19 @@ class RuntimeSize:
     tensor_index: int  # the tensor argument (`TensorArg.index`)
     dim: int
     kind: str  # "size" or "stride"
+
+
+def _block_of(index: Any) -> int | None:
+    """The block id of a tile item, or of a scalar item that is a tile's begin (an `hl.grid`
+    index); None for anything else."""
+    if not isinstance(index, Value):
+        return None
+    if isinstance(index.type, TileType):
+        return index.type.block_id
+    producer = index.producer
+    if producer is not None and producer.op is ops.TILE_ATTRS["begin"]:
+        return producer.attrs["block_id"]
+    return None
 
 
 class RuntimeSizes:
@@ -70,10 +84,9 @@ class RuntimeSizes:
                 break
             size = int(tensor.shape[dim])
             here = RuntimeSize(size, tensor.index, dim, "size")
-            if size > 1 and item[0] == "tile":
-                tile = node.inputs[item[1]]
-                if isinstance(tile, Value) and isinstance(tile.type, TileType):
-                    self._by_block.setdefault(tile.type.block_id, []).append(here)
+            block = _block_of(node.inputs[item[1]]) if item[0] in ("tile", "scalar") else None
+            if size > 1 and block is not None:
+                self._by_block.setdefault(block, []).append(here)
             elif size > 1 and item[0] == "full" and (int(item[1]), int(item[2])) == (0, size):
                 self._sliced.setdefault(size, here)
             dim += 1
