@@ -10,10 +10,11 @@ on ``== 1`` and on divisibility by 16 (unless ``triton_do_not_specialize`` is se
 A loop bound or a slice length is an int in the IR, with no record of how host code computed
 it: it becomes the size argument of a tensor dimension of the same size, preferably one that the
 loop's tiles index (or, for a reduction dimension, one that a ``:`` slice covers), else the first
-in argument order. 0 and 1 stay numbers (Triton specializes on them anyway). The code is generated for this call's sizes either way, so a
-bound that equals a tensor's size only by chance still launches with the right value; at worst
-another size generates other source. Numbers inside arithmetic (``sum / n``) are not replaced:
-a runtime int would change the dtype promotion of the expression.
+in argument order. 0 and 1 stay numbers (Triton specializes on them anyway). The code is
+generated for this call's sizes either way, so a bound that equals a tensor's size only by
+chance still launches with the right value; at worst another size generates other source.
+Numbers inside arithmetic (``sum / n``) are not replaced: a runtime int would change the dtype
+promotion of the expression.
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ class RuntimeSizes:
     def __init__(self, ir: KernelIR, enabled: bool, fresh: Callable[[str], str]) -> None:
         self.enabled = enabled
         self._fresh = fresh
-        self._tensors = {arg.index: arg for arg in ir.tensor_args}
         self._names: dict[RuntimeSize, str] = {}  # in order of first use
         # value -> the first tensor dimension of that size (argument order, then dims)
         self._by_value: dict[int, RuntimeSize] = {}
