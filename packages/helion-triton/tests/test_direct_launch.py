@@ -447,6 +447,38 @@ def test_a_fused_launcher_with_a_static_grid():
     assert jit.calls[2][2][:3] == (5, 2, 1)
 
 
+def test_a_fused_launcher_binds_size_arguments_first():
+    # static_shapes=False: the module launcher binds `x_size_0 = x.size(0)` before the grid
+    from helion_triton.codegen import LaunchPlan
+
+    jit, direct = make()
+
+    def module_launcher(out, x, *_rest):
+        x_size_0 = x.size(0)
+        grid = ((x_size_0 + 15) // 16,)
+        if min(grid) > 0:
+            direct[grid](out, x, x_size_0, BLOCK=16, num_warps=4)
+
+    plan = LaunchPlan(
+        ("out", "x"),
+        ("out", "x", "x_size_0"),
+        "((x_size_0 + 15) // 16,)",
+        1,
+        None,
+        ("x_size_0 = x.size(0)",),
+    )
+    out, x = torch.empty(40), torch.randn(40)
+    module_launcher(out, x)
+    module_launcher(out, x)
+    fused = direct.build_fused_launcher(plan, module_launcher, {})
+    fused(out, x)
+    assert kinds(jit.calls) == ["jit", "direct", "direct"]
+    assert jit.calls[2][2] == jit.calls[1][2]
+    small = torch.randn(20)
+    fused(torch.empty(20), small)  # the size argument and the grid follow the tensor
+    assert jit.calls[-1][2][:3] == (2, 1, 1) and jit.calls[-1][2][11] == 20
+
+
 def test_launchers_keep_no_tensor_of_a_launch_alive():
     import gc
     import weakref
