@@ -1081,10 +1081,8 @@ class _VariantIndex:
             ),
             tuple(expected for _, expected in variant.constant_guards),
         )
-        try:
+        with contextlib.suppress(TypeError):  # an unhashable constant: the scan finds it
             self._tables.setdefault(layout, {}).setdefault(key, variant)
-        except TypeError:
-            pass  # an unhashable constant: the scan finds it
 
     def rebuild(self, variants: Sequence[_CompiledTrace]) -> None:
         self._tables.clear()
