@@ -96,3 +96,23 @@ def test_constants_in_the_key_pick_the_variant() -> None:
         for flag in (True, False):
             x = torch.randn(n)
             torch.testing.assert_close(kernel(x, flag), x * (3.0 if flag else 2.0))
+
+
+def sum_of_list(xs: list[torch.Tensor]) -> torch.Tensor:
+    out = torch.zeros_like(xs[0])
+    for tile in hl.tile(out.size(0)):
+        acc = hl.zeros([tile], dtype=torch.float32)
+        for x in xs:
+            acc = acc + x[tile]
+        out[tile] = acc
+    return out
+
+
+def test_variants_that_read_containers_are_found_by_the_scan() -> None:
+    # a container argument's leaves are lifted per variant: those variants stay out of the
+    # index, and the scan still finds each size
+    kernel = _kernel(sum_of_list)
+    sizes = list(range(40, 50))
+    for n in sizes + sizes[::-1]:
+        xs = [torch.randn(n) for _ in range(3)]
+        torch.testing.assert_close(kernel(xs), xs[0] + xs[1] + xs[2])
