@@ -319,3 +319,36 @@ def test_64_bit_indexing_widens_the_size_arguments(fn, config, reference) -> Non
     statements = [line for line in kernel_body if "= tl.full([], " not in line]
     uses = re.findall(r"\b\w+_(?:size|stride)_\d+(?:_i64)?\b", "\n".join(statements))
     assert uses and all(name.endswith("_i64") for name in uses), uses
+
+
+def two_row_maps(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = torch.empty_like(x)
+    sums = torch.zeros([x.size(0)], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(x.size(0)):
+        out[tile_m, :] = x[tile_m, :] * 2
+        sums[tile_m] = y[tile_m, :].sum(-1)
+    return out, sums
+
+
+def test_sizes_that_stop_being_equal_name_the_cause() -> None:
+    # x and y with as many columns share one reduction dimension; at other sizes they do not
+    kernel = helion.kernel(
+        two_row_maps, backend="triton", static_shapes=False, autotune_effort="none"
+    )
+    x, y = torch.randn(3, 5), torch.randn(3, 3)
+    kernel(x, y)
+    with pytest.raises(helion.exc.VariantConfigMismatch, match="new sizes") as caught:
+        kernel(torch.randn(3, 7), torch.randn(3, 7))
+    assert "static_shapes=True" in str(caught.value) and "key=" in str(caught.value)
+    # the fix the hint names: a key that tells equal sizes apart
+    keyed = helion.kernel(
+        two_row_maps,
+        backend="triton",
+        static_shapes=False,
+        autotune_effort="none",
+        key=lambda x, y: x.size(1) == y.size(1),
+    )
+    for x, y in [(torch.randn(3, 5), torch.randn(3, 3)), (torch.randn(4, 7), torch.randn(4, 7))]:
+        out, sums = keyed(x, y)
+        torch.testing.assert_close(out, x * 2)
+        torch.testing.assert_close(sums, y.sum(-1), atol=1e-5, rtol=1e-5)

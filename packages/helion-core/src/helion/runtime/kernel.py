@@ -1623,8 +1623,23 @@ class BoundKernel:
                 was = self._discovery_shapes.get(index)
                 before = f", traced first with {was}" if was is not None else ""
                 changed.append(f"{name!r} ({describe_structure(values[index])}{before})")
-        what = f"the container(s) {', '.join(changed)}" if changed else "other host values"
-        raise exc.VariantConfigMismatch(self.kernel.name, what, "; ".join(differing))
+        if changed:
+            what = f"the container(s) {', '.join(changed)}"
+            raise exc.VariantConfigMismatch(self.kernel.name, what, "; ".join(differing))
+        if not self.settings.static_shapes:
+            # dimensions of one size share a block (two `:` slices of equal length share one
+            # reduction dimension), so sizes equal at one call and not at another change loops
+            raise exc.VariantConfigMismatch(
+                self.kernel.name,
+                "new sizes (static_shapes=False)",
+                "; ".join(differing),
+                hint="Dimensions of equal size share one block size or reduction dimension "
+                "(e.g. x[tile, :] and y[tile, :] with as many columns), so sizes that are "
+                "equal at one call and differ at another trace to other loops. Use "
+                "static_shapes=True, or give @helion.kernel a key= function that returns "
+                "whether those sizes are equal.",
+            )
+        raise exc.VariantConfigMismatch(self.kernel.name, "other host values", "; ".join(differing))
 
     def _drop_stale_variants(self, config: Config) -> None:
         """Forget the variants of ``config`` whose functions were redefined since they were
