@@ -320,14 +320,10 @@ def test_small_dot_falls_back_to_multiply_and_sum():
 
 
 @pytest.fixture
-def tensor_descriptors_everywhere(monkeypatch, device):
+def tensor_descriptors_everywhere(request, device):
     """Let the interpreter take tensor descriptors (it implements them) to test their codegen."""
     if device.type == "cpu":
-        monkeypatch.setattr(
-            TritonTarget,
-            "supports_tensor_descriptor",
-            property(lambda self: self.has_tensor_descriptor),
-        )
+        request.getfixturevalue("descriptors_on_the_interpreter")  # conftest.py
     elif not target_for(device).supports_tensor_descriptor:
         pytest.skip("this GPU has no TMA")
 
