@@ -8,6 +8,7 @@ Checked against PyTorch and the ref backend on sizes whose last tile is partial.
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 import torch
@@ -85,7 +86,7 @@ def _int4_reference(a: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("fn", [int4_gemm_sliced, int4_gemm_arange])
-@pytest.mark.parametrize("bk", [8, 16, 32])
+@pytest.mark.parametrize("bk", [4, 8, 16, 32])
 def test_int4_gemm_as_public_helion_writes_it(fn, bk: int, device: torch.device) -> None:
     a, packed = _int4_args(37, 23, 45)  # K / 2 = 23: every bk leaves a partial last tile
     a, packed = a.to(device), packed.to(device)
@@ -98,8 +99,9 @@ def test_int4_gemm_as_public_helion_writes_it(fn, bk: int, device: torch.device)
 
 
 @pytest.mark.parametrize("fn", [int4_gemm_sliced, int4_gemm_arange])
-def test_int4_gemm_random_configs_match_ref(fn) -> None:
+def test_int4_gemm_random_configs_match_ref(fn, device: torch.device) -> None:
     a, packed = _int4_args(29, 19, 33)
+    a, packed = a.to(device), packed.to(device)
     probe = helion.kernel(fn, backend="triton")
     spec = probe.bind((a, packed)).config_spec
     rng = random.Random(5)
@@ -110,6 +112,52 @@ def test_int4_gemm_random_configs_match_ref(fn) -> None:
         torch.testing.assert_close(
             kernel(a, packed).float(), ref(a, packed).float(), atol=2e-2, rtol=2e-2
         )
+
+
+def _dot_lines(fn, args: tuple[torch.Tensor, ...], block_sizes: list[int]) -> list[str]:
+    config = helion.Config(block_sizes=block_sizes)
+    bound = helion.kernel(fn, backend="triton", config=config).bind(args)
+    return [line.strip() for line in bound.to_triton_code(config).splitlines() if "tl.dot(" in line]
+
+
+def test_a_small_k_dot_of_unpacked_int4_takes_exact_fma_products() -> None:
+    """Triton's MMAv2 miscomputed a 16-bit dot on K below 32 whose operand was unpacked from
+    int8 (int4_gemm_arange at bk=8 gave errors of 100+ on an H100, Triton 3.6): such a dot
+    takes float32 FMA products instead; K of 32 keeps the default precision."""
+    a, packed = _int4_args(37, 23, 45)
+    (small_k,) = _dot_lines(int4_gemm_arange, (a, packed), [8, 16, 16])  # K = 2 * 8
+    assert 'input_precision="ieee"' in small_k
+    (large_k,) = _dot_lines(int4_gemm_arange, (a, packed), [16, 16, 16])
+    assert 'input_precision="tf32"' in large_k
+
+
+@pytest.mark.parametrize("fn", [int4_gemm_sliced, int4_gemm_arange])
+def test_a_multiply_and_sum_of_unpacked_int4_is_not_written_as_triton_turns_into_a_dot(fn) -> None:
+    """Triton rewrites ``sum(lhs[:, :, None] * rhs[None, :, :], 1)`` into a dot, which went as
+    wrong at K = 8 (bk=4, H100, Triton 3.6) for an operand unpacked from int8; the product of
+    such operands puts rhs first, a form it leaves alone."""
+    config = helion.Config(block_sizes=[4, 16, 16])
+    bound = helion.kernel(fn, backend="triton", config=config).bind(_int4_args(37, 23, 45))
+    (line,) = [ln for ln in bound.to_triton_code(config).splitlines() if "tl.sum(" in ln]
+    assert re.search(r"tl\.sum\(rhs\w*\[None, :, :\] \* ", line), line
+
+
+def bf16_matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, k = x.shape
+    _, n = y.shape
+    out = torch.empty([m, n], dtype=torch.bfloat16, device=x.device)
+    for tm, tn in hl.tile([m, n]):
+        acc = hl.zeros([tm, tn], dtype=torch.float32)
+        for tk in hl.tile(k):
+            acc = torch.addmm(acc, x[tm, tk], y[tk, tn])
+        out[tm, tn] = acc.to(torch.bfloat16)
+    return out
+
+
+def test_a_small_k_dot_of_16_bit_loads_keeps_its_precision() -> None:
+    x, y = torch.randn(37, 45).bfloat16(), torch.randn(45, 29).bfloat16()
+    (line,) = _dot_lines(bf16_matmul, (x, y), [16, 16, 16])
+    assert 'input_precision="ieee"' not in line
 
 
 @pytest.mark.parametrize("block", [4, 8, 16])

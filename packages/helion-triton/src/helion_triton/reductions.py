@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from helion.ir.core import Node
+from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion.language import _ops as ops
 from helion.passes.tile_origins import join
@@ -313,9 +314,47 @@ def _dot_precision(ctx: Any) -> str:
     return {"default": "tf32", "high": "tf32x3", "highest": "ieee"}.get(precision, precision)
 
 
-def _dot_operands(ctx: Any, node: Node) -> tuple[str, str, torch.dtype, bool]:
-    """Operands of a product in a common dtype, with padded lanes of K zeroed; and whether
-    ``tl.dot`` can be used (every dimension at least 16 lanes)."""
+# Triton's MMAv2 sizes an operand layout's K width from the narrowest type the operand was
+# converted from (4 lanes for int8 under a bf16 dot) and, before triton-lang/triton#11691
+# (2026-09), did not bound it by K: on a tile of K below 32, a dot whose operand was unpacked
+# from 8-bit values computed wrong products (public int4 GEMM at bk=8: Triton 3.6, H100). Such
+# dots take float32 FMA products (ieee), exact for these operands; larger K keeps the MMA.
+# Triton also turns ``sum(a[:, :, None] * b[None, :, :], 1)`` into a dot, which went as wrong at
+# K = 8 (bk=4), so the multiply-and-sum of such operands is written in the order it leaves alone.
+UPCAST_SAFE_K = 32
+
+
+def _converted_from_8_bits(value: Any, depth: int = 8) -> bool:
+    """Whether a dot operand was computed from 8-bit values (itself or through casts, shifts,
+    joins and views, back to the loads)."""
+    seen: set[int] = set()
+    frontier = [value]
+    while frontier and depth > 0:
+        upstream = []
+        for v in frontier:
+            if not isinstance(v, Value) or v.id in seen or not isinstance(v.type, TensorType):
+                continue
+            seen.add(v.id)
+            if v.dtype != torch.bool and v.dtype.itemsize == 1:
+                return True
+            if v.producer is not None and v.producer.op is not ops.load:
+                upstream.extend(v.producer.inputs)
+        frontier, depth = upstream, depth - 1
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class DotOperands:
+    lhs: str
+    rhs: str
+    dtype: torch.dtype  # the dtype both are cast to
+    use_dot: bool  # tl.dot (every dimension at least MIN_DOT lanes), else multiply and sum
+    precision: str | None  # tl.dot's input_precision for float32 operands
+    from_8_bits: bool  # an operand was converted from 8-bit values (see UPCAST_SAFE_K)
+
+
+def _dot_operands(ctx: Any, node: Node) -> DotOperands:
+    """Operands of a product in a common dtype, with padded lanes of K zeroed."""
     a, b = node.inputs[0], node.inputs[1]
     if a.dtype == b.dtype:
         dtype = a.dtype
@@ -326,9 +365,15 @@ def _dot_operands(ctx: Any, node: Node) -> tuple[str, str, torch.dtype, bool]:
     if dtype == torch.bfloat16 and ctx.target.interpret:
         # the interpreter's tl.dot multiplies bf16 bit patterns as integers: upcast (exact)
         dtype = torch.float32
+    k = a.shape[-1]
+    dims = [a.shape[-2], k, b.shape[-1]]
+    use_dot = all(ctx.extent(d) >= MIN_DOT for d in dims)
+    precision = _dot_precision(ctx) if dtype == torch.float32 else None
+    from_8_bits = dtype.itemsize > 1 and (_converted_from_8_bits(a) or _converted_from_8_bits(b))
+    if use_dot and from_8_bits and ctx.extent(k) < UPCAST_SAFE_K:
+        dtype, precision = torch.float32, "ieee"  # see UPCAST_SAFE_K
     a_expr = ctx.cast(ctx.expr(a), dtype, a.dtype)
     b_expr = ctx.cast(ctx.expr(b), dtype, b.dtype)
-    k = a.shape[-1]
     k_mask = ctx.dim_mask(k, join(ctx.origin(a, -1), ctx.origin(b, -2)))
     if k_mask is not None and a.id in ctx.zero_lanes and b.id in ctx.zero_lanes:
         k_mask = None  # both operands were loaded with masks: their padded lanes are 0
@@ -339,11 +384,9 @@ def _dot_operands(ctx: Any, node: Node) -> tuple[str, str, torch.dtype, bool]:
         b_expr = ctx.assign(
             f"tl.where({ctx.place(k_mask, len(b.shape) - 2, b.shape)}, {b_expr}, 0)", "rhs"
         )
-    dims = [a.shape[-2], k, b.shape[-1]]
-    use_dot = all(ctx.extent(d) >= MIN_DOT for d in dims)
     if a.shape[:-2] != b.shape[:-2]:
         a_expr, b_expr = _broadcast_batch(ctx, node, a_expr, b_expr)
-    return a_expr, b_expr, dtype, use_dot
+    return DotOperands(a_expr, b_expr, dtype, use_dot, precision, from_8_bits)
 
 
 def _broadcast_batch(ctx: Any, node: Node, a_expr: str, b_expr: str) -> tuple[str, str]:
@@ -369,9 +412,11 @@ def _loaded_by_descriptor(ctx: Any, value: Any, depth: int = 4) -> bool:
 
 
 def _product(
-    ctx: Any, node: Node, a: str, b: str, dtype: torch.dtype, use_dot: bool, acc: str | None
+    ctx: Any, node: Node, operands: DotOperands, acc: str | None
 ) -> tuple[str, torch.dtype]:
     """``a @ b`` (+ ``acc``) in the accumulator dtype (float32, or int32 for int8)."""
+    a, b, dtype, use_dot = operands.lhs, operands.rhs, operands.dtype, operands.use_dot
+    extra = f', input_precision="{operands.precision}"' if operands.precision else ""
     acc_dtype = torch.int32 if dtype == torch.int8 else torch.float32
     out_shape = node.output.shape
     if use_dot and len(out_shape) == 3 and ctx.extent(out_shape[0]) == 1:
@@ -379,7 +424,6 @@ def _product(
         a_shape, b_shape = node.inputs[0].shape, node.inputs[1].shape
         a2 = ctx.assign(f"tl.reshape({a}, {ctx.shape(a_shape[-2:])})", "lhs")
         b2 = ctx.assign(f"tl.reshape({b}, {ctx.shape(b_shape[-2:])})", "rhs")
-        extra = f', input_precision="{_dot_precision(ctx)}"' if dtype == torch.float32 else ""
         if (
             acc is not None
             and not reshaped_dot_accumulator_ok()
@@ -399,9 +443,6 @@ def _product(
             product = f"tl.dot({a2}, {b2}{extra}, out_dtype={ctx.tl(acc_dtype)})"
         return f"tl.reshape({product}, {ctx.shape(out_shape)})", acc_dtype
     if use_dot:
-        extra = ""
-        if dtype == torch.float32:
-            extra += f', input_precision="{_dot_precision(ctx)}"'
         if acc is not None:
             return f"tl.dot({a}, {b}, {acc}{extra})", acc_dtype
         return f"tl.dot({a}, {b}{extra}, out_dtype={ctx.tl(acc_dtype)})", acc_dtype
@@ -409,23 +450,23 @@ def _product(
     rank = len(node.inputs[0].shape)
     lhs = ctx.cast(a, acc_dtype, dtype)
     rhs = ctx.cast(b, acc_dtype, dtype)
-    if rank == 2:
-        product = f"tl.sum({lhs}[:, :, None] * {rhs}[None, :, :], 1)"
-    else:
-        product = f"tl.sum({lhs}[:, :, :, None] * {rhs}[:, None, :, :], 2)"
+    lhs_3d = f"{lhs}[:, :, None]" if rank == 2 else f"{lhs}[:, :, :, None]"
+    rhs_3d = f"{rhs}[None, :, :]" if rank == 2 else f"{rhs}[:, None, :, :]"
+    terms = f"{rhs_3d} * {lhs_3d}" if operands.from_8_bits else f"{lhs_3d} * {rhs_3d}"
+    product = f"tl.sum({terms}, {rank - 1})"  # see UPCAST_SAFE_K for the order
     return (f"{acc} + {product}" if acc is not None else product), acc_dtype
 
 
 @triton_lowering(ops.dot)
 def _dot(ctx: Any, node: Node) -> str:
-    a_expr, b_expr, dtype, use_dot = _dot_operands(ctx, node)
+    operands = _dot_operands(ctx, node)
     acc = node.inputs[2]
     out = node.output.dtype
-    acc_dtype = torch.int32 if dtype == torch.int8 else torch.float32
+    acc_dtype = torch.int32 if operands.dtype == torch.int8 else torch.float32
     acc_expr = None
     if acc is not None and acc.dtype == acc_dtype:
         acc_expr = ctx.expr(acc)
-    product, acc_dtype = _product(ctx, node, a_expr, b_expr, dtype, use_dot, acc_expr)
+    product, acc_dtype = _product(ctx, node, operands, acc_expr)
     if acc is not None and acc_expr is None:
         product = f"{ctx.cast(ctx.expr(acc), acc_dtype, acc.dtype)} + {product}"
     return ctx.cast(f"({product})" if " + " in product else product, out, acc_dtype)
@@ -444,8 +485,7 @@ def _dot_looped_init(ctx: Any, node: Node) -> dict[str, Any]:
 
 
 def _dot_looped_update(ctx: Any, node: Node, state: dict[str, Any]) -> None:
-    a_expr, b_expr, dtype, use_dot = _dot_operands(ctx, node)
-    product, _ = _product(ctx, node, a_expr, b_expr, dtype, use_dot, state["acc"])
+    product, _ = _product(ctx, node, _dot_operands(ctx, node), state["acc"])
     ctx.emit(f"{state['acc']} = {product}")
 
 
