@@ -50,7 +50,12 @@ def _variants(spec, rng: random.Random, n_random: int) -> list[tuple[str, object
 
 
 def check_module(
-    name: str, backend: str, n_random: int, timer: Timer, static_shapes: bool = True
+    name: str,
+    backend: str,
+    n_random: int,
+    timer: Timer,
+    static_shapes: bool = True,
+    seed: int = 0,
 ) -> list[dict]:
     from _common import assert_matches
     from _common import clone_args
@@ -66,7 +71,7 @@ def check_module(
         args = (case.args or module.example_args)()
         expected = case.reference(*clone_args(args))
         bound = kernel.bind(args)
-        rng = random.Random(0)
+        rng = random.Random(seed)
         passed, failed = 0, []
         variants = _variants(bound.config_spec, rng, n_random)
         variants += [(f"seed{i}", c) for i, c in enumerate(bound.seed_configs())]
@@ -121,6 +126,9 @@ def main() -> int:
     parser.add_argument("--kernels", default=",".join(SUITE))
     parser.add_argument("--json", default=None)
     parser.add_argument(
+        "--seed", type=int, default=0, help="of the random configs (0 repeats earlier runs')"
+    )
+    parser.add_argument(
         "--dynamic", action="store_true", help="static_shapes=False (sizes as kernel arguments)"
     )
     ns = parser.parse_args()
@@ -128,7 +136,7 @@ def main() -> int:
     rows = []
     for name in ns.kernels.split(","):
         try:
-            rows.extend(check_module(name, ns.backend, ns.random, timer, not ns.dynamic))
+            rows.extend(check_module(name, ns.backend, ns.random, timer, not ns.dynamic, ns.seed))
         except Exception as error:
             traceback.print_exc()
             rows.append(

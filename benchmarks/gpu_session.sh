@@ -18,7 +18,8 @@
 #   bash benchmarks/gpu_session.sh recheck OUT  # verify's torch ops and Pallas conformance, then the
 #                                              # dividing rows (softmax, attention) timed alone
 #   bash benchmarks/gpu_session.sh quickcheck OUT  # example suite, torch ops, distributed examples
-#                                                 # (ws=1), then host overhead
+#                                                 # (ws=1), then host overhead; RANDOM_CONFIGS=N
+#                                                 # SEED=S: N random configs a case (default 1, 0)
 #   bash benchmarks/gpu_session.sh variants OUT  # benchmarks/variant_probe.py (QUESTIONS picks them)
 #   bash benchmarks/gpu_session.sh flush OUT     # copy sizes under a write and a read L2 flush, and
 #                                                # KERNELS raced against torch.compile in interleaved rounds
@@ -152,8 +153,8 @@ case "$phase" in
                # distributed examples at world size 1 (~3 min), then host overhead timed alone
     i=0
     for kernels in $(python3 -c "import sys; sys.path.insert(0, 'examples'); from _common import SUITE; print(' '.join(','.join(SUITE[i::4]) for i in range(4)))"); do
-      TAIL=4 step "triton_check_$i" 300 python3 benchmarks/gpu_check.py --backend triton --random 1 \
-        --kernels "$kernels" &
+      TAIL=4 step "triton_check_$i" 300 python3 benchmarks/gpu_check.py --backend triton \
+        --random "${RANDOM_CONFIGS:-1}" --seed "${SEED:-0}" --kernels "$kernels" &
       i=$((i + 1))
     done
     HELION_TEST_DEVICE=cuda TAIL=4 step torch_ops_triton 300 python3 -m pytest -q -p no:cacheprovider \
