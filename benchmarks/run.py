@@ -350,16 +350,17 @@ def run_sweep(
     bound_dynamic = kernel.bind(args_for(SWEEP_ROWS[-1]))
     for rows in SWEEP_ROWS:
         args = args_for(rows)
+        # a new size's first call, from bind to the result: static shapes trace in bind, while
+        # under static_shapes=False the bound kernel is shared and the call traces the new size
+        # (a module of the same source is shared)
         kernel.settings.static_shapes = False
-        dynamic_bound = kernel.bind(args)
-        dynamic_run = dynamic_bound.compile_config(config)
-        # a new size traces and generates again; a module of the same source is shared
-        dynamic_first_ms, got = _first_call_ms(dynamic_run, args, device)
+        dynamic_first_ms, (dynamic_bound, dynamic_run, got) = _first_call_ms(
+            kernel, config, args, device
+        )
         _check(got, bench.reference(*args), bench)
         # the key includes static_shapes, so this binds apart from the dynamic kernel
         kernel.settings.static_shapes = True
-        static_run = kernel.bind(args).compile_config(config)
-        static_first_ms, _ = _first_call_ms(static_run, args, device)
+        static_first_ms, (_, static_run, _) = _first_call_ms(kernel, config, args, device)
         kernel.settings.static_shapes = False
         work = bench.work(args)
         dynamic_ms = timer.median_ms(lambda run=dynamic_run, args=args: run(*args))
@@ -386,13 +387,18 @@ def run_sweep(
     return row
 
 
-def _first_call_ms(run: Any, args: tuple, device: torch.device) -> tuple[float, Any]:
-    """Wall time of a first call at a new size (trace, code generation, compile, launch)."""
+def _first_call_ms(
+    kernel: Any, config: Any, args: tuple, device: torch.device
+) -> tuple[float, tuple[Any, Any, Any]]:
+    """Wall time of a first call at a new size: bind, trace, code generation, compile, launch.
+    Also the bound kernel, its runner for ``config`` and the result."""
     start = time.perf_counter()
+    bound = kernel.bind(args)
+    run = bound.compile_config(config)
     result = run(*args)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return (time.perf_counter() - start) * 1e3, result
+    return (time.perf_counter() - start) * 1e3, (bound, run, result)
 
 
 def _print_sweep(row: dict) -> None:
