@@ -12,6 +12,7 @@ import re
 
 import pytest
 import torch
+from kernels import matmul
 
 import helion
 import helion.language as hl
@@ -142,21 +143,9 @@ def test_a_multiply_and_sum_of_unpacked_int4_is_not_written_as_triton_turns_into
     assert re.search(r"tl\.sum\(rhs\w*\[None, :, :\] \* ", line), line
 
 
-def bf16_matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    m, k = x.shape
-    _, n = y.shape
-    out = torch.empty([m, n], dtype=torch.bfloat16, device=x.device)
-    for tm, tn in hl.tile([m, n]):
-        acc = hl.zeros([tm, tn], dtype=torch.float32)
-        for tk in hl.tile(k):
-            acc = torch.addmm(acc, x[tm, tk], y[tk, tn])
-        out[tm, tn] = acc.to(torch.bfloat16)
-    return out
-
-
 def test_a_small_k_dot_of_16_bit_loads_keeps_its_precision() -> None:
     x, y = torch.randn(37, 45).bfloat16(), torch.randn(45, 29).bfloat16()
-    (line,) = _dot_lines(bf16_matmul, (x, y), [16, 16, 16])
+    (line,) = _dot_lines(matmul, (x, y), [16, 16, 16])
     assert 'input_precision="ieee"' not in line
 
 
