@@ -350,8 +350,42 @@ class KernelCodegen:
                 return "valid_0"
             extent = self.block[block_id]
         else:
-            return None
+            return self._merged_mask(dim, origin)
         return f"valid_{extent}" if extent > 1 and next_power_of_2(extent) != extent else None
+
+    def _merged_mask(self, dim: sympy.Expr, origin: Any) -> str | None:
+        """The mask of a dimension ``c * B`` (an int times one block size), held as ``c`` lanes
+        per lane of ``B``: lane ``j`` is valid where lane ``j // c`` of ``B`` is
+        (``hl.arange(bk * 2)`` after ``tk.begin * 2``). Computed from the bounds, elementwise.
+        Another expression of block sizes is refused where one of them is masked."""
+        factor, rest = dim.as_coeff_Mul()
+        if factor.is_Integer and int(factor) > 1 and rest.is_Symbol and rest in self.symbols:
+            if self.dim_mask(rest, origin) is None:
+                return None
+            count, block_id = int(factor), self.symbols[rest]
+            lane = f"(jnp.arange({count * self.dim_size(rest)}, dtype=jnp.int32) // {count})"
+            if self.ir.block(block_id).kind == "reduction":
+                extent = 0 if block_id in self.empty_rdims else self.block[block_id]
+                condition = f"{lane} < {extent}"
+            else:
+                tile = self.tile_for(block_id, origin)
+                assert tile is not None and tile.mask is not None
+                condition = f"({tile.begin} + {lane} < {tile.hi})"
+                if tile.padded != tile.block:
+                    condition += f" & ({lane} < {tile.block})"
+            name = self.fresh("mask_merged")
+            self.emit(f"{name} = {condition}")
+            return name
+        for symbol in dim.free_symbols:
+            if symbol in self.symbols and self.dim_mask(symbol) is not None:
+                raise exc.BackendUnsupported(
+                    f"masking the dimension {dim} (its tiles are partial)",
+                    "pallas",
+                    loc=self.node.loc if self.node is not None else None,
+                    hint="Only a dimension of one block size times an int is masked on partial "
+                    "tiles: pick block sizes that divide the loops' ranges.",
+                )
+        return None
 
     @staticmethod
     def at_axis(vector: str, axis: int, rank: int) -> str:
