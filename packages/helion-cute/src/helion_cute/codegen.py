@@ -321,7 +321,7 @@ def collect_axes(ir: KernelIR, region: Block, options: CuteOptions) -> tuple[lis
     # hold nothing, so the dims of a value on it can be one axis
     empty = {info.symbol for info in ir.block_sizes if info.empty}
 
-    def visit(value: Value) -> None:
+    def visit(value: Value, loc: Any = None) -> None:
         if not isinstance(value.type, TensorType):
             return
         keys = [canonical_key(ir, d) for d in value.shape if d != 1]
@@ -332,11 +332,18 @@ def collect_axes(ir: KernelIR, region: Block, options: CuteOptions) -> tuple[lis
             raise exc.BackendUnsupported(
                 f"a value whose dimensions share one size symbol ({value.type})",
                 "cute",
+                loc=loc,
                 hint="give the dimensions different sizes or tile one of them",
             )
         for key in keys:
             if not (key.is_Symbol or key.is_Integer):
-                raise exc.BackendUnsupported(f"a dimension of size {key}", "cute")
+                raise exc.BackendUnsupported(
+                    f"a dimension of size {key}",
+                    "cute",
+                    loc=loc,
+                    hint="CuTe sizes a dimension by one block size or an int; a multiple of a "
+                    "block size (hl.arange(tile.block_size * 2)) runs on Triton or Pallas.",
+                )
             if key not in before:
                 before[key] = set()
                 first_seen.append(key)
@@ -349,9 +356,9 @@ def collect_axes(ir: KernelIR, region: Block, options: CuteOptions) -> tuple[lis
         for node in block.nodes:
             for operand in node.inputs:
                 if isinstance(operand, Value):
-                    visit(operand)
+                    visit(operand, node.loc)
             for out in node.outputs:
-                visit(out)
+                visit(out, node.loc)
             if node.op is ops.dot:
                 contraction.add(canonical_key(ir, node.inputs[0].shape[-1]))
             for sub in node.regions:
