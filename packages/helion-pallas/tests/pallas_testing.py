@@ -99,3 +99,21 @@ def gpu_config_spec(bound: Any) -> Any:
     )
     bound.backend.tunables(bound.ir, spec, torch.device("cuda"))
     return spec
+
+
+def case_params(cases: Sequence[Any], refusal: Callable[[Any], str | None]) -> list[Any]:
+    """pytest params of conformance cases, each with its id; a case that ``refusal`` gives a
+    reason for is a strict xfail raising ``BackendUnsupported`` (Pallas' check() refuses it), so
+    the test notices when support comes."""
+    import pytest
+
+    from helion import exc
+
+    params = []
+    for case in cases:
+        reason = refusal(case)
+        marks = ()
+        if reason is not None:
+            marks = (pytest.mark.xfail(raises=exc.BackendUnsupported, strict=True, reason=reason),)
+        params.append(pytest.param(case, id=case.id, marks=marks))
+    return params

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from pallas_testing import case_params
 from pallas_testing import configs
 from pallas_testing import pallas_kernel
 
@@ -25,18 +26,17 @@ from helion.testing import shared_block_size
 UNSUPPORTED = {"custom_combines"}
 
 
-def _params() -> list:
-    params = []
-    for case in shared_block_size.BLOCK_SIZE_CASES:
-        marks = ()
-        if case.fn.__name__ in UNSUPPORTED:
-            reason = "hl.reduce / hl.associative_scan are not lowered for Pallas"
-            marks = (pytest.mark.xfail(raises=exc.BackendUnsupported, strict=True, reason=reason),)
-        params.append(pytest.param(case, id=case.id, marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("case", _params())
+@pytest.mark.parametrize(
+    "case",
+    case_params(
+        shared_block_size.BLOCK_SIZE_CASES,
+        lambda case: (
+            "hl.reduce / hl.associative_scan are not lowered for Pallas"
+            if case.fn.__name__ in UNSUPPORTED
+            else None
+        ),
+    ),
+)
 def test_matches_pytorch(case: shared_block_size.BlockSizeCase) -> None:
     shared_block_size.check_block_size_case(case, "pallas")
 
