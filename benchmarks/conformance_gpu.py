@@ -8,7 +8,8 @@ launch without a GPU):
 
 Families: `empty_slices` (length-0 slices, loops over a size-0 dim), `shared_block_size` (one
 block size shared by several tiles), `atomics` (duplicate addresses; checked against some order
-of the lanes, as a GPU applies them in no fixed order, where the case allows it). Each case is
+of the lanes, as a GPU applies them in no fixed order, where the case allows it), `merged_dims`
+(a dimension `c * block` on partial tiles, public int4 GEMM among them). Each case is
 checked under the default config and random ones against PyTorch. Prints one line per case and
 a summary; exits non-zero if any case failed.
 """
@@ -22,8 +23,10 @@ import traceback
 
 import torch
 
+from helion import exc
 from helion.testing import atomics
 from helion.testing import empty_slices
+from helion.testing import merged_dims
 from helion.testing import shared_block_size
 
 
@@ -43,17 +46,27 @@ def _families(device: torch.device) -> dict:
         shared_block_size.check_block_size_case(case, backend, device=device)
         return None
 
+    def merged(case, backend):
+        try:
+            merged_dims.check_merged_dim_case(case, backend, device=device)
+        except exc.BackendUnsupported:
+            if case.needs_stack:  # a documented refusal (Pallas, CuTe), not a wrong result
+                return f"torch.stack, which {backend} refuses"
+            raise
+        return None
+
     return {
         "empty_slices": (empty_slices.EMPTY_SLICE_CASES, empty),
         "shared_block_size": (shared_block_size.BLOCK_SIZE_CASES, shared),
         "atomics": (atomics.ATOMIC_CASES, atomic),
+        "merged_dims": (merged_dims.MERGED_DIM_CASES, merged),
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="triton")
-    parser.add_argument("--families", default="empty_slices,shared_block_size,atomics")
+    parser.add_argument("--families", default="empty_slices,shared_block_size,atomics,merged_dims")
     parser.add_argument(
         "--shard",
         default="0/1",

@@ -188,6 +188,7 @@ def test_neither_helion_nor_the_cases_import_pytest_or_each_other() -> None:
         "import sys, helion, helion.language\n"
         "assert 'helion.testing' not in sys.modules, 'import helion imported helion.testing'\n"
         "import helion.testing.atomics, helion.testing.shared_block_size\n"
+        "import helion.testing.merged_dims, helion.testing.empty_slices\n"
         "assert 'pytest' not in sys.modules, 'helion.testing imported pytest'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -13,6 +13,10 @@ package's (first-party or third-party plugin).
 - :mod:`helion.testing.shared_block_size`: one ``hl.register_block_size`` sizing several tiles in
   scope at once (an outer and an inner loop, two dimensions of one tile, ...), checked against
   PyTorch under the default config and random ones.
+- :mod:`helion.testing.merged_dims`: a dimension ``c * block`` (``hl.arange(tile.block_size *
+  2)``, public Helion's int4 GEMM) on partial tiles, whose padded lanes must stay out of sums
+  and stores, checked against PyTorch under the default config, random ones and fixed block
+  sizes.
 
 A check raises ``AssertionError`` naming the case, the backend and the config on a wrong result,
 and skips the test (``pytest.skip`` under pytest, else ``unittest.SkipTest``) when the backend is
