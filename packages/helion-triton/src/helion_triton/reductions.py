@@ -8,10 +8,11 @@ from typing import Any
 import torch
 
 from helion.ir.core import Node
-from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion.language import _ops as ops
 from helion.passes.tile_origins import join
+from helion.passes.upcasts import converted_from_8_bits
+from helion.passes.upcasts import needs_exact_small_k_products
 from helion_triton import combine
 from helion_triton.codegen import literal
 from helion_triton.lowerings import Rule
@@ -314,33 +315,10 @@ def _dot_precision(ctx: Any) -> str:
     return {"default": "tf32", "high": "tf32x3", "highest": "ieee"}.get(precision, precision)
 
 
-# Triton's MMAv2 sizes an operand layout's K width from the narrowest type the operand was
-# converted from (4 lanes for int8 under a bf16 dot) and, before triton-lang/triton#11691
-# (2026-09), did not bound it by K: on a tile of K below 32, a dot whose operand was unpacked
-# from 8-bit values computed wrong products (public int4 GEMM at bk=8: Triton 3.6, H100). Such
-# dots take float32 FMA products (ieee), exact for these operands; larger K keeps the MMA.
-# Triton also turns ``sum(a[:, :, None] * b[None, :, :], 1)`` into a dot, which went as wrong at
-# K = 8 (bk=4), so the multiply-and-sum of such operands is written in the order it leaves alone.
-UPCAST_SAFE_K = 32
-
-
-def _converted_from_8_bits(value: Any, depth: int = 8) -> bool:
-    """Whether a dot operand was computed from 8-bit values (itself or through casts, shifts,
-    joins and views, back to the loads)."""
-    seen: set[int] = set()
-    frontier = [value]
-    while frontier and depth > 0:
-        upstream = []
-        for v in frontier:
-            if not isinstance(v, Value) or v.id in seen or not isinstance(v.type, TensorType):
-                continue
-            seen.add(v.id)
-            if v.dtype != torch.bool and v.dtype.itemsize == 1:
-                return True
-            if v.producer is not None and v.producer.op is not ops.load:
-                upstream.extend(v.producer.inputs)
-        frontier, depth = upstream, depth - 1
-    return False
+# Dots of operands converted from 8-bit values on a small K tile take exact float32 products
+# (helion.passes.upcasts: a Triton MMAv2 miscompile). Triton also turns
+# ``sum(a[:, :, None] * b[None, :, :], 1)`` into a dot, which went as wrong at K = 8 (bk=4), so
+# the multiply-and-sum of such operands is written in the order it leaves alone.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -350,7 +328,7 @@ class DotOperands:
     dtype: torch.dtype  # the dtype both are cast to
     use_dot: bool  # tl.dot (every dimension at least MIN_DOT lanes), else multiply and sum
     precision: str | None  # tl.dot's input_precision for float32 operands
-    from_8_bits: bool  # an operand was converted from 8-bit values (see UPCAST_SAFE_K)
+    from_8_bits: bool  # an operand was converted from 8-bit values (helion.passes.upcasts)
 
 
 def _dot_operands(ctx: Any, node: Node) -> DotOperands:
@@ -369,9 +347,9 @@ def _dot_operands(ctx: Any, node: Node) -> DotOperands:
     dims = [a.shape[-2], k, b.shape[-1]]
     use_dot = all(ctx.extent(d) >= MIN_DOT for d in dims)
     precision = _dot_precision(ctx) if dtype == torch.float32 else None
-    from_8_bits = dtype.itemsize > 1 and (_converted_from_8_bits(a) or _converted_from_8_bits(b))
-    if use_dot and from_8_bits and ctx.extent(k) < UPCAST_SAFE_K:
-        dtype, precision = torch.float32, "ieee"  # see UPCAST_SAFE_K
+    from_8_bits = dtype.itemsize > 1 and (converted_from_8_bits(a) or converted_from_8_bits(b))
+    if use_dot and needs_exact_small_k_products(a, b, dtype, ctx.extent(k)):
+        dtype, precision = torch.float32, "ieee"  # see helion.passes.upcasts
     a_expr = ctx.cast(ctx.expr(a), dtype, a.dtype)
     b_expr = ctx.cast(ctx.expr(b), dtype, b.dtype)
     k_mask = ctx.dim_mask(k, join(ctx.origin(a, -1), ctx.origin(b, -2)))
@@ -453,7 +431,7 @@ def _product(
     lhs_3d = f"{lhs}[:, :, None]" if rank == 2 else f"{lhs}[:, :, :, None]"
     rhs_3d = f"{rhs}[None, :, :]" if rank == 2 else f"{rhs}[:, None, :, :]"
     terms = f"{rhs_3d} * {lhs_3d}" if operands.from_8_bits else f"{lhs_3d} * {rhs_3d}"
-    product = f"tl.sum({terms}, {rank - 1})"  # see UPCAST_SAFE_K for the order
+    product = f"tl.sum({terms}, {rank - 1})"  # the order: see DotOperands
     return (f"{acc} + {product}" if acc is not None else product), acc_dtype
 
 
