@@ -7,7 +7,7 @@ The cases (`helion.testing.merged_dims`, shared with core's and Pallas' tests) a
 against PyTorch on sizes whose last tile is partial, on the CPU and, where there is one, the
 GPU; then what is Triton's own: the refusal of a block after another dimension, and the form
 of small-K products of operands unpacked from 8 bits (a Triton 3.6 miscompile, see
-`helion_triton.reductions.UPCAST_SAFE_K`)."""
+`helion.passes.upcasts`)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ import torch
 from kernels import matmul
 
 import helion
-import helion.language as hl
 from helion import exc
 from helion.testing import merged_dims
 from helion.testing.merged_dims import int4_args
 from helion.testing.merged_dims import int4_gemm_arange
 from helion.testing.merged_dims import int4_gemm_sliced
+from helion.testing.merged_dims import stacked_first
 
 
 @pytest.mark.parametrize("case", merged_dims.MERGED_DIM_CASES, ids=lambda case: case.id)
@@ -65,16 +65,6 @@ def test_a_small_k_dot_of_16_bit_loads_keeps_its_precision() -> None:
     x, y = torch.randn(37, 45).bfloat16(), torch.randn(45, 29).bfloat16()
     (line,) = _dot_lines(matmul, (x, y), [16, 16, 16])
     assert 'input_precision="ieee"' not in line
-
-
-def stacked_first(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    (n,) = x.shape
-    out = torch.empty([n], dtype=x.dtype, device=x.device)
-    for tile in hl.tile(n):
-        both = torch.stack([x[tile], y[tile]], dim=0).reshape(tile.block_size * 2)
-        halves = both.reshape(2, tile.block_size)
-        out[tile] = halves.sum(0)
-    return out
 
 
 def test_a_block_after_another_dimension_is_refused_on_partial_tiles() -> None:

@@ -101,8 +101,9 @@ class PallasBackend(Backend):
                     (
                         f"reshape {list(node.inputs[0].shape)} -> {list(node.attrs['shape'])}",
                         node.loc,
-                        "Tiles are held padded to powers of two, so a reshape may only add or drop "
-                        "size-1 dimensions of a tile.",
+                        "Tiles are held padded to powers of two, so a reshape may add or drop "
+                        "size-1 dims, and merge or split a run of dims whose only padded dim is "
+                        "its first ([bk, 2, n] -> [2 * bk, n], not [2, bk] -> [2 * bk]).",
                     )
                 )
             forward_cumsum = node.op is ops.SCANS["cumsum"] and not node.attrs.get("reverse")

@@ -24,6 +24,7 @@ from helion.ir.core import Node
 from helion.ir.core import TensorType
 from helion.ir.core import Value
 from helion.ir.host_scalars import value_is_host_scalar
+from helion.passes.upcasts import needs_exact_small_k_products
 from helion_pallas.writer import literal
 from helion_pallas.writer import tuple_text
 
@@ -744,6 +745,11 @@ def _dot(ctx: KernelCodegen, node: Node) -> str:
     a, b, acc = node.inputs
     out = node.attrs["out_dtype"]
     cast, accumulate = _dot_dtypes(a.dtype, b.dtype)
+    exact = ctx.options.target == "gpu" and needs_exact_small_k_products(
+        a, b, cast or a.dtype, ctx.dim_size(a.shape[-1])
+    )
+    if exact:  # Pallas lowers through Triton: see helion.passes.upcasts
+        cast, accumulate = torch.float32, torch.float32
     a_text = ctx.typed(a, cast) if cast is not None else ctx.operand(a)
     b_text = ctx.typed(b, cast) if cast is not None else ctx.operand(b)
     # lanes past the end of the contracted dimension must contribute nothing
@@ -753,7 +759,9 @@ def _dot(ctx: KernelCodegen, node: Node) -> str:
         b_text = _masked_along(ctx, b, b_text, len(b.shape) - 2, "0")
     operand_dtype = cast or a.dtype
     precision = ""
-    if operand_dtype == torch.float32 and ctx.options.precision_expr is not None:
+    if exact:
+        precision = ", precision=jax.lax.Precision.HIGHEST"  # float32 FMA products
+    elif operand_dtype == torch.float32 and ctx.options.precision_expr is not None:
         precision = f", precision={ctx.options.precision_expr}"
     preferred = f"preferred_element_type={ctx.dtype(accumulate)}{precision}"
     a_shape, b_shape = ctx.shape(a.shape), ctx.shape(b.shape)
@@ -787,16 +795,51 @@ def _dot(ctx: KernelCodegen, node: Node) -> str:
 # views
 
 
+def _is_unpadded(dim: sympy.Expr) -> bool:
+    """A dim held at its exact size for every config: a power-of-two int."""
+    return bool(dim.is_Integer) and int(dim) & (int(dim) - 1) == 0
+
+
+def _reshape_groups(dims_in: list, dims_out: list) -> list[tuple[list, list]] | None:
+    """Pair runs of input dims with runs of output dims of equal products (a merge, a split or
+    one dim each). None when the products do not line up run by run."""
+    groups, i, j = [], 0, 0
+    while i < len(dims_in) and j < len(dims_out):
+        run_in, run_out = [dims_in[i]], [dims_out[j]]
+        i, j = i + 1, j + 1
+        while sympy.simplify(sympy.Mul(*run_in) - sympy.Mul(*run_out)) != 0:
+            numerator, denominator = sympy.fraction(
+                sympy.simplify(sympy.Mul(*run_out) / sympy.Mul(*run_in))
+            )
+            if denominator == 1 and i < len(dims_in):
+                run_in.append(dims_in[i])
+                i += 1
+            elif numerator == 1 and j < len(dims_out):
+                run_out.append(dims_out[j])
+                j += 1
+            else:
+                return None
+        groups.append((run_in, run_out))
+    return groups if i == len(dims_in) and j == len(dims_out) else None
+
+
 def reshape_supported(in_shape: tuple, out_shape: tuple) -> bool:
-    """Reshapes of padded arrays are exact when they only add or drop size-1 dims, or when
-    every dim is an integer power of two (nothing padded)."""
-    dims_in = [sympy.sympify(d) for d in in_shape]
-    dims_out = [sympy.sympify(d) for d in out_shape]
-    unpadded = lambda d: d.is_Integer and int(d) & (int(d) - 1) == 0  # noqa: E731
-    if all(unpadded(d) for d in dims_in + dims_out):
-        return True
-    strip = lambda dims: [d for d in dims if d != 1]  # noqa: E731
-    return strip(dims_in) == strip(dims_out)
+    """Whether a reshape of arrays held padded to powers of two is exact: size-1 dims come and
+    go, and each run of dims merged into one (or one split into a run) has only its first dim
+    padded (``[bk, 2, n] -> [2 * bk, n]``: lane ``j`` of ``2 * bk`` is lane ``j // 2`` of the
+    tile, as the merged dimension's mask has it). A padded dim after another in a run
+    (``[2, bk] -> [2 * bk]``) would put padding inside the merged dim."""
+    strip = lambda dims: [sympy.sympify(d) for d in dims if sympy.sympify(d) != 1]  # noqa: E731
+    groups = _reshape_groups(strip(in_shape), strip(out_shape))
+    if groups is None:
+        return False
+    for run_in, run_out in groups:
+        if len(run_in) > 1 and len(run_out) > 1:
+            return False
+        run = run_in if len(run_in) > 1 else run_out
+        if not all(_is_unpadded(d) for d in run[1:]):
+            return False
+    return True
 
 
 @pallas_lowering(ops.view_reshape)
@@ -809,6 +852,25 @@ def _reshape(ctx: KernelCodegen, node: Node) -> str:
     if ctx.is_zero_padded(x):
         ctx.mark_zero_padded(node.output)
     return f"{ctx.operand(x)}.reshape({ctx.shape_text(node.attrs['shape'])})"
+
+
+@pallas_lowering(ops.stack)
+def _stack(ctx: KernelCodegen, node: Node) -> str:
+    """Each input with a new axis at ``dim``, picked by the lane along it: elementwise after a
+    broadcast, so it lowers wherever ``jnp.where`` does (padded lanes of ``k`` take the last
+    input; ``valid_k`` masks them)."""
+    dim, rank = node.attrs["dim"], len(node.output.shape)
+    index = ["None" if axis == dim else ":" for axis in range(rank)]
+    parts = [f"{ctx.operand(v)}[{', '.join(index)}]" for v in node.inputs]
+    lane = ctx.fresh("stack_lane")
+    ctx.emit(f"{lane} = jnp.arange({ctx.dim_size(node.output.shape[dim])}, dtype=jnp.int32)")
+    placed = ctx.at_axis(lane, dim, rank)
+    result = parts[-1]
+    for position in range(len(parts) - 2, -1, -1):
+        result = f"jnp.where({placed} == {position}, {parts[position]}, {result})"
+    if len(parts) == 1:
+        return result
+    return f"jnp.broadcast_to({result}, {ctx.shape_text(node.output.shape)})"
 
 
 @pallas_lowering(ops.view_permute)

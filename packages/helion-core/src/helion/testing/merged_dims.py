@@ -35,6 +35,7 @@ __all__ = [
     "int4_gemm_arange",
     "int4_gemm_sliced",
     "int4_reference",
+    "stacked_first",
 ]
 
 # random configs tried besides the default one and the case's fixed block sizes
@@ -79,6 +80,19 @@ def weighted_count(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         ones, twos = x[tile] * 0 + 1, y[tile] * 0 + 2
         pairs = torch.stack([ones, twos], dim=1).reshape(tile.block_size * 2)
         hl.atomic_add(out, [0], pairs.sum())
+    return out
+
+
+def stacked_first(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Not a case: the stack on ``dim=0`` puts the block after the 2 in the merged dimension,
+    so a partial tile's padding lands inside it (lanes ``B..2B`` are ``y``'s). Backends that
+    hold tiles padded refuse it where tiles may be partial; on full tiles it is ``x + y``."""
+    (n,) = x.shape
+    out = torch.empty([n], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(n):
+        both = torch.stack([x[tile], y[tile]], dim=0).reshape(tile.block_size * 2)
+        halves = both.reshape(2, tile.block_size)
+        out[tile] = halves.sum(0)
     return out
 
 
