@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import sympy
 import torch
 from pallas_testing import gpu_config_spec
 from pallas_testing import lower_for_platform
@@ -24,6 +25,7 @@ import helion.language as hl
 from helion import exc
 from helion.testing import merged_dims
 from helion_pallas.codegen import generate_source
+from helion_pallas.lowerings import reshape_supported
 from helion_pallas.tunables import PallasOptions
 
 
@@ -106,3 +108,27 @@ def test_a_dimension_of_two_block_sizes_on_partial_tiles_is_refused() -> None:
     )
     # tiles that divide the ranges: nothing to mask, so it runs
     torch.testing.assert_close(kernel(torch.randn(16, 24)), torch.tensor([384.0]))
+
+
+_B, _N = sympy.symbols("_BLOCK_SIZE_0 _BLOCK_SIZE_1", positive=True, integer=True)
+
+
+@pytest.mark.parametrize(
+    "in_shape, out_shape, exact",
+    [
+        ((2, 8), (4, 4), True),  # nothing padded: any regrouping
+        ((_B, 2, _N), (2 * _B, _N), True),  # the padded dim leads its run
+        ((2 * _B,), (_B, 2), True),
+        ((_B, 4, 2), (4 * _B, 2), True),
+        ((3, 2), (6,), True),  # 3 in 4 lanes, then 6 in 8: the padding stays at the end
+        ((_B, 1, _N), (_B, _N), True),
+        ((2, _B), (2 * _B,), False),  # padding inside the merged dim
+        ((2 * _B,), (2, _B), False),
+        ((2, 3), (6,), False),
+        ((_B, 3), (3 * _B,), False),
+        ((_B, _N), (_B * _N,), False),
+        ((4, 6), (6, 4), False),
+    ],
+)
+def test_which_reshapes_of_padded_arrays_are_exact(in_shape, out_shape, exact: bool) -> None:
+    assert reshape_supported(in_shape, out_shape) is exact

@@ -825,8 +825,8 @@ def _reshape_groups(dims_in: list, dims_out: list) -> list[tuple[list, list]] | 
 
 def reshape_supported(in_shape: tuple, out_shape: tuple) -> bool:
     """Whether a reshape of arrays held padded to powers of two is exact: size-1 dims come and
-    go, and each run of dims merged into one (or one split into a run) has only its first dim
-    padded (``[bk, 2, n] -> [2 * bk, n]``: lane ``j`` of ``2 * bk`` is lane ``j // 2`` of the
+    go, runs of power-of-two ints regroup freely, and each run of dims merged into one (or one
+    split into a run) has only its first dim padded (``[bk, 2, n] -> [2 * bk, n]``: lane ``j`` of ``2 * bk`` is lane ``j // 2`` of the
     tile, as the merged dimension's mask has it). A padded dim after another in a run
     (``[2, bk] -> [2 * bk]``) would put padding inside the merged dim."""
     strip = lambda dims: [sympy.sympify(d) for d in dims if sympy.sympify(d) != 1]  # noqa: E731
@@ -834,6 +834,8 @@ def reshape_supported(in_shape: tuple, out_shape: tuple) -> bool:
     if groups is None:
         return False
     for run_in, run_out in groups:
+        if all(_is_unpadded(d) for d in run_in + run_out):
+            continue  # nothing padded: any regrouping is exact
         if len(run_in) > 1 and len(run_out) > 1:
             return False
         run = run_in if len(run_in) > 1 else run_out
