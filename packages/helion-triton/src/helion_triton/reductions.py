@@ -431,7 +431,7 @@ def _product(
     lhs_3d = f"{lhs}[:, :, None]" if rank == 2 else f"{lhs}[:, :, :, None]"
     rhs_3d = f"{rhs}[None, :, :]" if rank == 2 else f"{rhs}[:, None, :, :]"
     terms = f"{rhs_3d} * {lhs_3d}" if operands.from_8_bits else f"{lhs_3d} * {rhs_3d}"
-    product = f"tl.sum({terms}, {rank - 1})"  # the order: see DotOperands
+    product = f"tl.sum({terms}, {rank - 1})"  # the order: see the note above DotOperands
     return (f"{acc} + {product}" if acc is not None else product), acc_dtype
 
 
