@@ -63,6 +63,16 @@ def gathered_pair_lanes(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def negative_pair_max(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.shape
+    out = torch.full([1], float("-inf"), dtype=torch.float32, device=x.device)
+    for tile in hl.tile(n // 2):
+        # x < -1 everywhere: padded lanes (read as 0) would win an unmasked max
+        pairs = x[tile.begin * 2 + hl.arange(tile.block_size * 2)]
+        hl.atomic_max(out, [0], pairs.amax())
+    return out
+
+
 def interleave(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     (n,) = x.shape
     out = torch.empty([2 * n], dtype=x.dtype, device=x.device)
@@ -185,6 +195,13 @@ MERGED_DIM_CASES: list[MergedDimCase] = [
         MergedDimCase(f"{fn.__name__}-{2 * n}", fn, _pairs(n), _count, ((4,), (8,), (16,)))
         for fn in (count_pair_lanes, gathered_pair_lanes)
         for n in (23, 37)
+    ),
+    MergedDimCase(
+        "negative_pair_max-46",
+        negative_pair_max,
+        lambda: (-(torch.randn(46).abs() + 1),),
+        lambda x: x.amax().reshape(1),
+        ((4,), (8,), (16,)),
     ),
     MergedDimCase(
         "interleave-23",
