@@ -73,6 +73,18 @@ def negative_pair_max(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def split_pair_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    (n,) = x.shape
+    sums = torch.empty([n // 2], dtype=x.dtype, device=x.device)
+    best = torch.full([1], float("-inf"), dtype=torch.float32, device=x.device)
+    for tile in hl.tile(n // 2):
+        # split back into [tile, 2]: the tile's padded rows (read as 0) would win the max
+        pairs = x[tile.begin * 2 + hl.arange(tile.block_size * 2)].reshape(tile.block_size, 2)
+        sums[tile] = pairs.sum(1)
+        hl.atomic_max(best, [0], pairs.sum(1).amax())
+    return sums, best
+
+
 def interleave(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     (n,) = x.shape
     out = torch.empty([2 * n], dtype=x.dtype, device=x.device)
@@ -167,7 +179,7 @@ class MergedDimCase:
     id: str
     fn: Callable[..., Any]
     inputs: Callable[[], tuple[torch.Tensor, ...]]
-    expected: Callable[..., torch.Tensor]
+    expected: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
     block_sizes: tuple[tuple[int, ...], ...]
     tolerance: float = 0.0
     # the ops a backend must have beyond hl.arange / hl.zeros of such sizes
@@ -201,6 +213,13 @@ MERGED_DIM_CASES: list[MergedDimCase] = [
         negative_pair_max,
         lambda: (-(torch.randn(46).abs() + 1),),
         lambda x: x.amax().reshape(1),
+        ((4,), (8,), (16,)),
+    ),
+    MergedDimCase(
+        "split_pair_sums-46",
+        split_pair_sums,
+        lambda: (-(torch.randn(46).abs() + 1),),
+        lambda x: (x.reshape(-1, 2).sum(1), x.reshape(-1, 2).sum(1).amax().reshape(1)),
         ((4,), (8,), (16,)),
     ),
     MergedDimCase(
@@ -262,12 +281,19 @@ def check_merged_dim_case(
         ),
     ]
     wanted = case.expected(*args)
+    wanted = wanted if isinstance(wanted, tuple) else (wanted,)
     for config in configs:
         result = bound.compile_config(config)(*(arg.clone() for arg in args))
-        assert_same(
-            result.float(),
-            wanted.float(),
-            atol=case.tolerance,
-            rtol=case.tolerance,
-            what=f"{case.id} on {backend!r} under {config!r}",
-        )
+        results = result if isinstance(result, tuple) else (result,)
+        if len(results) != len(wanted):
+            raise AssertionError(
+                f"{case.id} on {backend!r}: {len(results)} outputs, not {len(wanted)}"
+            )
+        for i, (actual, want) in enumerate(zip(results, wanted, strict=True)):
+            assert_same(
+                actual.float(),
+                want.float(),
+                atol=case.tolerance,
+                rtol=case.tolerance,
+                what=f"{case.id} on {backend!r} under {config!r}, output {i}",
+            )
