@@ -35,7 +35,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["assert_same", "bind", "kernel_for", "require_backend"]
+__all__ = ["assert_same", "bind", "configs_to_try", "kernel_for", "require_backend"]
 
 
 def require_backend(name: str) -> None:
@@ -99,3 +99,19 @@ def assert_same(
     torch.testing.assert_close(
         actual.cpu(), expected.cpu(), atol=atol, rtol=rtol, msg=lambda m: f"{prefix}{m}"
     )
+
+
+def configs_to_try(bound: Any, seeds: Sequence[int], overrides: Sequence[dict] = ()) -> list[Any]:
+    """The default config of ``bound``, random ones drawn with ``seeds``, then the default with
+    each of ``overrides`` applied (``{"block_sizes": [8]}``), normalized."""
+    import random
+
+    import helion
+
+    spec = bound.config_spec
+    default = spec.default_config()
+    return [
+        default,
+        *(spec.random_config(random.Random(seed)) for seed in seeds),
+        *(bound.normalize(helion.Config(**{**default, **extra})) for extra in overrides),
+    ]

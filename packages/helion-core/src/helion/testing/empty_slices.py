@@ -14,7 +14,6 @@ PyTorch.
 from __future__ import annotations
 
 import dataclasses
-import random
 from typing import Any
 from typing import Callable
 
@@ -23,6 +22,7 @@ import torch
 import helion
 import helion.language as hl
 from helion.testing import bind
+from helion.testing import configs_to_try
 from helion.testing import require_backend
 
 RANDOM_CONFIGS = 4
@@ -303,11 +303,7 @@ def check_empty_slice_case(case: EmptySliceCase, backend: str, *, device: Any = 
         0 in tensor.shape for tensor in bound.ir.tensor_args
     ), f"{case.id}: the kernel holds no slice of length 0 and no tensor of size 0"
     expected = expected if isinstance(expected, tuple) else (expected,)
-    spec = bound.config_spec
-    configs = [spec.default_config()] + [
-        spec.random_config(random.Random(seed)) for seed in range(RANDOM_CONFIGS)
-    ]
-    for config in configs:
+    for config in configs_to_try(bound, range(RANDOM_CONFIGS)):
         fresh = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         actual = bound.compile_config(config)(*fresh)
         actual = actual if isinstance(actual, tuple) else (actual,)

@@ -13,17 +13,16 @@ partial last tile of, under the default config, random ones and fixed block size
 from __future__ import annotations
 
 import dataclasses
-import random
 from typing import Any
 from typing import Callable
 from typing import Sequence
 
 import torch
 
-import helion
 import helion.language as hl
 from helion.testing import assert_same
 from helion.testing import bind
+from helion.testing import configs_to_try
 from helion.testing import require_backend
 
 __all__ = [
@@ -270,16 +269,7 @@ def check_merged_dim_case(
     require_backend(backend)
     args = tuple(arg.to(device) for arg in case.inputs())
     bound = bind(case.fn, backend, args)
-    spec = bound.config_spec
-    default = spec.default_config()
-    configs = [
-        default,
-        *(spec.random_config(random.Random(seed)) for seed in seeds),
-        *(
-            bound.normalize(helion.Config(**{**default, "block_sizes": list(sizes)}))
-            for sizes in case.block_sizes
-        ),
-    ]
+    configs = configs_to_try(bound, seeds, [{"block_sizes": list(s)} for s in case.block_sizes])
     wanted = case.expected(*args)
     wanted = wanted if isinstance(wanted, tuple) else (wanted,)
     for config in configs:

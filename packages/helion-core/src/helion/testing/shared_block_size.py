@@ -14,17 +14,16 @@ ones and a few fixed ones (see :func:`check_block_size_case`).
 from __future__ import annotations
 
 import dataclasses
-import random
 from typing import Any
 from typing import Callable
 from typing import Sequence
 
 import torch
 
-import helion
 import helion.language as hl
 from helion.testing import assert_same
 from helion.testing import bind
+from helion.testing import configs_to_try as testing_configs
 from helion.testing import require_backend
 
 __all__ = [
@@ -483,13 +482,7 @@ BLOCK_SIZE_CASES: list[BlockSizeCase] = [
 
 def configs_to_try(bound: Any, case: BlockSizeCase, seeds: Sequence[int] = SEEDS) -> list[Any]:
     """The default config, random ones drawn with ``seeds`` and the case's extra configs."""
-    spec = bound.config_spec
-    default = spec.default_config()
-    return [
-        default,
-        *(spec.random_config(random.Random(seed)) for seed in seeds),
-        *(bound.normalize(helion.Config(**{**default, **extra})) for extra in case.extra_configs),
-    ]
+    return testing_configs(bound, seeds, case.extra_configs)
 
 
 def check_block_size_case(
