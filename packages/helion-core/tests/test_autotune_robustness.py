@@ -255,10 +255,14 @@ TUNE_BESIDE_RNG_THREAD = textwrap.dedent(
         while not stop:
             torch.randn(1000)
 
-    threading.Thread(target=draw, daemon=True).start()
+    drawer = threading.Thread(target=draw, daemon=True)
+    drawer.start()
     x, y = torch.randn(64), torch.randn(64)
     add.autotune((x, y))
     stop = True
+    # a daemon thread still inside torch.randn when the interpreter exits aborts the process
+    # ("terminate called without an active exception"): let it finish its draw first
+    drawer.join()
     """
 )
 
