@@ -11,6 +11,10 @@
 #   bash benchmarks/gpu_session.sh misses OUT  # the rows still short of a target, with torch.compile (~4 min;
 #                                              # KERNELS=a,b picks the rows)
 #   bash benchmarks/gpu_session.sh overhead OUT  # launch overhead
+#   bash benchmarks/gpu_session.sh pallas_call OUT  # the Pallas call path: per-call time, its steps,
+#                                                   # the stream ordering under load; then the
+#                                                   # torch ops, example kernels and conformance
+#                                                   # cases on Pallas
 #   bash benchmarks/gpu_session.sh conformance OUT  # helion.testing's cases on the GPU (Triton, Pallas, CuTe)
 #   bash benchmarks/gpu_session.sh verify OUT  # check + conformance + torch ops (HELION_TEST_DEVICE) as
 #                                              # parallel processes (compiles are CPU-bound; the GPU
@@ -172,6 +176,18 @@ case "$phase" in
   overhead)  # host time per call
     step launch_overhead 90 python3 benchmarks/launch_overhead.py
     ;;
+  pallas_call)  # benchmarks/pallas_call_probe.py alone (timings), then correctness beside each other
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false
+    TAIL=40 step pallas_call_probe 200 python3 benchmarks/pallas_call_probe.py
+    HELION_TEST_DEVICE=cuda TAIL=3 step torch_ops_pallas 300 python3 -m pytest -q -p no:cacheprovider \
+      --maxfail=50 -rf packages/helion-core/tests/test_torch_ops.py -k pallas &
+    TAIL=3 step pallas_gpu 300 python3 packages/helion-pallas/tests/gpu_report.py --random 1 &
+    for shard in 0 1 2; do
+      TAIL=3 step "conformance_pallas_$shard" 300 python3 benchmarks/conformance_gpu.py --backend pallas \
+        --shard "$shard/3" &
+    done
+    for job in $(jobs -p); do wait "$job" || status=1; done
+    ;;
   profile)  # Nsight Compute sections of one benchmark kernel under one config:
              # BENCH=rope CONFIG='{"block_sizes": [1, 1, 16]}' bash benchmarks/gpu_session.sh profile OUT
     step "ncu_$BENCH" 200 ncu --kernel-name regex:_helion_ --launch-skip 2 --launch-count 1 \
@@ -207,6 +223,6 @@ case "$phase" in
   examples)
     TAIL=80 step examples_check 540 python3 benchmarks/gpu_check.py --backend triton --random 1 --json "$out/examples_check.json"
     ;;
-  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|flush|stability|overhead|profile|compare|sweep|dynamic|examples OUT"; exit 2 ;;
+  *) echo "usage: $0 check|tune|perf|perf2|perf3|misses|flush|stability|overhead|pallas_call|profile|compare|sweep|dynamic|examples OUT"; exit 2 ;;
 esac
 exit $status

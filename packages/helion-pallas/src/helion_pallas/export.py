@@ -87,7 +87,6 @@ def _torch_launcher(compiled: Any, embedder: Embedder, source: str) -> tuple[str
     entry = compiled.entry
     jitted = embedder.fresh(f"_helion_pallas_jitted_{entry}")
     launcher = embedder.fresh(f"_helion_pallas_launch_{entry}")
-    on_cuda = compiled.device.type == "cuda"
     arrays = [f"{convert}(values[{position}])" for position in compiled._tensor_positions]
     for position, dtype in compiled._scalar_positions:
         arrays.append(f"jnp.asarray(values[{position}], dtype=jnp.{numpy.dtype(dtype).name})")
@@ -105,17 +104,15 @@ def _torch_launcher(compiled: Any, embedder: Embedder, source: str) -> tuple[str
         f"def {launcher}(*values):",
         '    """Run the kernel on the torch tensors (and scalars) of its device loops."""',
     ]
-    if on_cuda:
-        # JAX runs on a stream of its own: torch's work on the inputs must be done first
-        first = compiled._tensor_positions[0]
-        lines.append(f"    torch.cuda.current_stream(values[{first}].device).synchronize()")
+    # on CUDA, DLPack's stream handshake orders JAX's stream after torch's on the way in and
+    # torch's after JAX's on the way out (see helion_pallas.launcher): no host wait
     lines += [
         "    with jax.enable_x64(True):",
         f"        results = {jitted}({', '.join(arrays)})",
     ]
-    if on_cuda:
-        lines.append("        jax.block_until_ready(results)")
     written = compiled._written_positions
+    if not written:
+        lines.append("    jax.block_until_ready(results)")
     lines += [
         f"    for position, result in zip({tuple(written)!r}, results):",
         "        values[position].copy_(torch.from_dlpack(result))",
