@@ -510,7 +510,11 @@ class KernelCodegen:
         w = self.writer
         params = [plan.refs[t.index].param for t in plan.reads]
         params += [f"{self.scalar_names[s.index]}_ref" for s in self.ir.scalar_args]
-        params += [f"{self.tensor_names[t.index]}_initial" for t in plan.writes]
+        params += [
+            f"{self.tensor_names[t.index]}_initial"
+            for t in plan.writes
+            if plan.refs[t.index].needs_initial
+        ]
         params += [plan.refs[t.index].param for t in plan.writes]
         self.used_names.update(params)
         w.line(f"def {plan.kernel_name}({', '.join(params)}):")
@@ -854,7 +858,8 @@ class KernelCodegen:
             in_specs.append(
                 (f"pl.BlockSpec((), lambda {', '.join(axes)}: ())", self.scalar_names[scalar.index])
             )
-        for tensor in plan.writes:
+        initials = [t for t in plan.writes if plan.refs[t.index].needs_initial]
+        for tensor in initials:
             in_specs.append(
                 (
                     self.whole_spec(tensor, axes),
@@ -865,10 +870,17 @@ class KernelCodegen:
             (self.block_spec(plan, plan.refs[t.index], axes), self.tensor_names[t.index])
             for t in plan.writes
         ]
-        first_write = len(plan.reads) + len(self.ir.scalar_args)
-        aliases = ", ".join(f"{first_write + k}: {k}" for k in range(len(plan.writes)))
+        # each initial value is the input its output aliases; an output the call overwrites
+        # whole has none (memory.overwrites_every_element)
+        first_initial = len(plan.reads) + len(self.ir.scalar_args)
+        aliases = ", ".join(
+            f"{first_initial + initials.index(t)}: {k}"
+            for k, t in enumerate(plan.writes)
+            if t in initials
+        )
         outputs = [self.tensor_names[t.index] for t in plan.writes]
-        operands = [self.tensor_names[t.index] for t in plan.reads] + scalar_params + outputs
+        operands = [self.tensor_names[t.index] for t in plan.reads] + scalar_params
+        operands += [self.tensor_names[t.index] for t in initials]
         w.line(f"{unpack_target(outputs)} = pl.pallas_call(")
         with w.indent():
             w.line(f"{plan.kernel_name},")
@@ -890,7 +902,8 @@ class KernelCodegen:
                         f"jax.ShapeDtypeStruct({tuple_text([str(s) for s in tensor.shape])}, {self.dtype(tensor.dtype)}),"
                     )
             w.line("],")
-            w.line(f"input_output_aliases={{{aliases}}},")
+            if aliases:
+                w.line(f"input_output_aliases={{{aliases}}},")
             if self.options.interpret:
                 w.line("interpret=True,")
             params = self.compiler_params(plan)

@@ -48,6 +48,9 @@ class RefPlan:
     # per tensor dim: ("tile", loop dim) | ("full", length) | ("const", index) | ("grid", loop dim);
     # None when the whole array is passed
     block: tuple | None
+    # a written tensor's value before the call, passed in and aliased to the output; False
+    # where the call writes every element and reads none (`overwrites_every_element`)
+    needs_initial: bool = True
 
 
 def plan_refs(
@@ -70,9 +73,47 @@ def plan_refs(
         block = patterns.pop() if len(patterns) == 1 else None
         name = codegen.tensor_names[tensor.index]
         param = f"{name}_out" if written else f"{name}_ref"
-        refs[tensor.index] = RefPlan(tensor, param, written, block)
+        initial = written and not overwrites_every_element(codegen, loop, tensor, nodes)
+        refs[tensor.index] = RefPlan(tensor, param, written, block, initial)
         (writes if written else reads).append(tensor)
     return refs, reads, writes
+
+
+def overwrites_every_element(
+    codegen: KernelCodegen, loop: Node, tensor: TensorArg, nodes: list[Node]
+) -> bool:
+    """Whether the programs of `loop` write every element of `tensor` and none reads it: one
+    unmasked store at the top of the loop body, whose tiles (or `:` slices) span each dim of
+    the tensor from 0 to its size, and no load or atomic. Such a call needs no initial value.
+    Passing one costs a copy of the tensor: the output is aliased to it, and XLA copies an
+    aliased input it does not own (the torch tensor's memory) before the kernel writes."""
+    if any(node.op is not ops.store for node in nodes):
+        return False
+    top_level = {id(node) for node in loop.regions[0].nodes}
+    for node in nodes:
+        if id(node) not in top_level or node.attrs.get("mask") is not None:
+            continue
+        pattern = block_pattern(codegen, loop, node)
+        if pattern is not None and _spans(pattern, loop, tensor.shape):
+            return True
+    return False
+
+
+def _spans(pattern: tuple, loop: Node, shape: tuple[int, ...]) -> bool:
+    """Whether a block pattern's items reach every index of a tensor of `shape`."""
+    if len(pattern) != len(shape):
+        return False
+    seen_dims = set()
+    for item, size in zip(pattern, shape, strict=True):
+        if item[0] == "tile":
+            dim = item[1]
+            # block_pattern checked the loop starts at 0 along dim
+            if dim in seen_dims or loop.attrs["ends"][dim] != size:
+                return False
+            seen_dims.add(dim)
+        elif item[0] != "full" or item[1] != size:
+            return False
+    return True
 
 
 def _live_nodes(block: Block) -> Iterator[Node]:
