@@ -19,12 +19,14 @@ every result at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
 import time
 from pathlib import Path
 from typing import Any
 from typing import Callable
+from typing import Iterator
 
 import torch
 
@@ -73,6 +75,20 @@ def with_host_waits(fn: Callable[[], Any]) -> Callable[[], Any]:
     return waited
 
 
+@contextlib.contextmanager
+def passing_initial_values(enabled: bool) -> Iterator[None]:
+    """Compile Pallas kernels as if no call overwrote a tensor whole (inside the block)."""
+    from helion_pallas import memory
+
+    original = memory.overwrites_every_element
+    if enabled:
+        memory.overwrites_every_element = lambda *args: False
+    try:
+        yield
+    finally:
+        memory.overwrites_every_element = original
+
+
 def timing_rows(calls: int) -> list[tuple[str, str, float, float, float]]:
     device = torch.device("cuda")
     fns = pallas_test_kernels()
@@ -82,6 +98,12 @@ def timing_rows(calls: int) -> list[tuple[str, str, float, float, float]]:
             "rms_norm": helion.kernel(fns.rms_norm, backend=backend, autotune_effort="none"),
         }
         for backend in ("pallas", "triton")
+    }
+    # the same Pallas kernels compiled as before b6cc0df: every written tensor's initial value
+    # passed in and aliased to its output, which XLA copies first
+    kernels["pallas_initial"] = {
+        name: helion.kernel(fn, backend="pallas", autotune_effort="none")
+        for name, fn in (("add", fns.add), ("rms_norm", fns.rms_norm))
     }
     cases = [
         (
@@ -100,6 +122,15 @@ def timing_rows(calls: int) -> list[tuple[str, str, float, float, float]]:
             ),
         ),
         (
+            "add 16384x8192 bf16",
+            "add",
+            torch.add,
+            (
+                torch.randn(16384, 8192, device=device, dtype=torch.bfloat16),
+                torch.randn(16384, 8192, device=device, dtype=torch.bfloat16),
+            ),
+        ),
+        (
             "rms_norm 4096x4096 bf16",
             "rms_norm",
             rms_norm_torch,
@@ -112,12 +143,14 @@ def timing_rows(calls: int) -> list[tuple[str, str, float, float, float]]:
     rows = []
     for label, name, reference, args in cases:
         expected = reference(*args)
-        for table in kernels.values():
-            got = table[name](*args)
+        for backend, table in kernels.items():
+            with passing_initial_values(backend == "pallas_initial"):
+                got = table[name](*args)  # compiles this shape
             torch.testing.assert_close(got, expected, atol=2e-2, rtol=2e-2)
         pallas = functools.partial(kernels["pallas"][name], *args)
         runs = {
             "pallas, stream-ordered": pallas,
+            "pallas, initial passed": functools.partial(kernels["pallas_initial"][name], *args),
             "pallas, host waits": with_host_waits(pallas),
             "triton": functools.partial(kernels["triton"][name], *args),
             "torch eager": functools.partial(reference, *args),
@@ -206,16 +239,10 @@ def hlo_ops(compiled: Any) -> list[str]:
     return kept
 
 
-def breakdown(calls: int) -> tuple[list[tuple[str, float]], list[str]]:
-    """Host µs of each step of a warm call of the Pallas add on 1000x1000 float32."""
-    import jax
-
+def compiled_call(kernel: Any, args: tuple) -> tuple[Any, tuple]:
+    """The `PallasCompiledKernel` a call of `kernel` runs, and the host values it gets."""
     from helion_pallas import launcher
 
-    device = torch.device("cuda")
-    add = helion.kernel(pallas_test_kernels().add, backend="pallas", autotune_effort="none")
-    x, y = (torch.randn(1000, 1000, device=device) for _ in range(2))
-    add(x, y)
     seen = []
     original = launcher.PallasCompiledKernel.__call__
 
@@ -225,10 +252,27 @@ def breakdown(calls: int) -> tuple[list[tuple[str, float]], list[str]]:
 
     launcher.PallasCompiledKernel.__call__ = spy
     try:
-        add(x, y)
+        kernel(*args)
     finally:
         launcher.PallasCompiledKernel.__call__ = original
-    compiled, values = seen[0]
+    return seen[0]
+
+
+def breakdown(calls: int) -> tuple[list[tuple[str, float]], list[str]]:
+    """Host µs of each step of a warm call of the Pallas add on 1000x1000 float32."""
+    import jax
+
+    from helion_pallas import launcher
+
+    device = torch.device("cuda")
+    add = helion.kernel(pallas_test_kernels().add, backend="pallas", autotune_effort="none")
+    x, y = (torch.randn(1000, 1000, device=device) for _ in range(2))
+    compiled, values = compiled_call(add, (x, y))
+    with passing_initial_values(True):
+        add_initial = helion.kernel(
+            pallas_test_kernels().add, backend="pallas", autotune_effort="none"
+        )
+        initial_compiled, _ = compiled_call(add_initial, (x, y))
     tensors = [values[p] for p in compiled._tensor_positions]
     written = [values[p] for p in compiled._written_positions]
     with jax.enable_x64(True):
@@ -291,7 +335,10 @@ def breakdown(calls: int) -> tuple[list[tuple[str, float]], list[str]]:
         ("  one torch.from_dlpack", host_us(lambda: torch.from_dlpack(results[0]), calls)),
         ("torch.empty_like (host code)", host_us(lambda: torch.empty_like(x), calls)),
     ]
-    return steps, hlo_ops(compiled)
+    return steps, [
+        *(f"no initial value: {op}" for op in hlo_ops(compiled)),
+        *(f"initial value passed: {op}" for op in hlo_ops(initial_compiled)),
+    ]
 
 
 def main() -> None:

@@ -235,3 +235,27 @@ def test_tune_writes_the_search_log_under_the_given_directory(tmp_path: Path) ->
     )
     torch.testing.assert_close(compiled(x, y), x * 2.0 + y)
     assert (tmp_path / "logs" / "row.csv").is_file()
+
+
+def test_pallas_call_probe_compiles_the_add_with_and_without_an_initial_value() -> None:
+    """The probe's "initial value passed" rows compile the kernel as before b6cc0df; the patch
+    holds only inside its block, and the compiled kernels it catches run."""
+    import pallas_call_probe
+
+    from helion_pallas import memory
+
+    fns = pallas_call_probe.pallas_test_kernels()
+    x, y = torch.randn(100, 37), torch.randn(100, 37)
+    plain = helion.kernel(fns.add, backend="pallas", autotune_effort="none")
+    compiled, values = pallas_call_probe.compiled_call(plain, (x, y))
+    original = memory.overwrites_every_element
+    with pallas_call_probe.passing_initial_values(True):
+        passing = helion.kernel(fns.add, backend="pallas", autotune_effort="none")
+        initial_compiled, _ = pallas_call_probe.compiled_call(passing, (x, y))
+    assert memory.overwrites_every_element is original
+    assert "(initial value)" not in compiled.source
+    assert "(initial value)" in initial_compiled.source
+    assert pallas_call_probe.hlo_ops(compiled) and pallas_call_probe.hlo_ops(initial_compiled)
+    torch.testing.assert_close(passing(x, y), x + y)
+    out = values[compiled._written_positions[0]]
+    torch.testing.assert_close(out, x + y)
