@@ -1,9 +1,9 @@
 """A written tensor's value before the call is passed to `pallas_call` (and aliased to its output)
 only where the call may leave elements of it unwritten or reads it: XLA copies such an input
 first, since the torch tensor's memory is not its to write in place. A call that overwrites
-every element (one unmasked top-level store over tiles or `:` slices spanning the tensor) goes
-without. The callers' tensors below are filled with values the kernels do not write, so an
-element left unwritten where it should have kept its value shows."""
+every element (one unmasked top-level store over tiles, `hl.grid` indices or `:` slices
+spanning the tensor) goes without. The callers' tensors below are filled with values the
+kernels do not write, so an element left unwritten where it should have kept its value shows."""
 
 from __future__ import annotations
 
@@ -24,6 +24,18 @@ def overwrite_all(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
 def overwrite_rows_whole(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     for tile_m in hl.tile(out.size(0)):
         out[tile_m, :] = x[tile_m, :] * 2
+    return out
+
+
+def row_by_grid_index(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    for i in hl.grid(out.size(0)):
+        out[i, :] = x[i, :] * 2
+    return out
+
+
+def grid_from_the_second_row(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    for i in hl.grid(1, out.size(0)):
+        out[i, :] = x[i, :] * 2
     return out
 
 
@@ -88,6 +100,12 @@ _CASES = [
     # kernel, passes an initial value, expected (x, out before the call)
     (overwrite_all, False, lambda x, out: x * 2),
     (overwrite_rows_whole, False, lambda x, out: x * 2),
+    (row_by_grid_index, False, lambda x, out: x * 2),
+    (
+        grid_from_the_second_row,
+        True,
+        lambda x, out: _doubled_where(x, out, _rows(x, slice(1, None))),
+    ),
     (all_rows_but_the_last, True, lambda x, out: _doubled_where(x, out, _rows(x, slice(0, -1)))),
     (all_rows_but_the_first, True, lambda x, out: _doubled_where(x, out, _rows(x, slice(1, None)))),
     (where_positive, True, lambda x, out: _doubled_where(x, out, x > 0)),

@@ -83,8 +83,8 @@ def overwrites_every_element(
     codegen: KernelCodegen, loop: Node, tensor: TensorArg, nodes: list[Node]
 ) -> bool:
     """Whether the programs of `loop` write every element of `tensor` and none reads it: one
-    unmasked store at the top of the loop body, whose tiles (or `:` slices) span each dim of
-    the tensor from 0 to its size, and no load or atomic. Such a call needs no initial value.
+    unmasked store at the top of the loop body, whose tiles, `hl.grid` indices or `:` slices
+    span each dim of the tensor from 0 to its size, and no load or atomic. Such a call needs no initial value.
     Passing one costs a copy of the tensor: the output is aliased to it, and XLA copies an
     aliased input it does not own (the torch tensor's memory) before the kernel writes."""
     if any(node.op is not ops.store for node in nodes):
@@ -105,10 +105,10 @@ def _spans(pattern: tuple, loop: Node, shape: tuple[int, ...]) -> bool:
         return False
     seen_dims = set()
     for item, size in zip(pattern, shape, strict=True):
-        if item[0] == "tile":
+        if item[0] in ("tile", "grid"):  # a tile of the loop, or an `hl.grid` index
             dim = item[1]
-            # block_pattern checked the loop starts at 0 along dim
-            if dim in seen_dims or loop.attrs["ends"][dim] != size:
+            begin, end = loop.attrs["begins"][dim], loop.attrs["ends"][dim]
+            if dim in seen_dims or begin != 0 or end != size:
                 return False
             seen_dims.add(dim)
         elif item[0] != "full" or item[1] != size:
