@@ -1,19 +1,24 @@
-"""The Pallas backend's call path on a GPU: per-call time with and without host waits, and the
-stream ordering that replaces the waits checked under load.
+"""The Pallas backend's call path on a GPU: per-call time with and without host waits and with
+and without outputs' initial values, the steps of a warm call, and the stream ordering that
+replaced the waits checked under load.
 
-    python benchmarks/pallas_call_probe.py [--calls 200]
+    python benchmarks/pallas_call_probe.py [--calls 200] [--rounds 300]
 
 helion-pallas hands tensors to JAX and results back to torch through DLPack, whose stream
 handshake orders JAX's stream after torch's and torch's after JAX's. Before that, each call
 waited on the host twice (torch's stream before the kernel, JAX's results after it); the rows
 "host waits" put those waits back around the same call (`torch.cuda.synchronize()` before and
-after) to show what they cost. Per row: host time per call (N calls back to back, no sync),
-wall time per call (the same N calls, then a sync), and device-event time per call. The Triton
-backend and torch eager run the same computation in the same process.
+after) to show what they cost. The rows "initial passed" run the kernels compiled as before
+b6cc0df, with every written tensor's value passed in and aliased to its output (XLA copies it
+first). Per row: host time per call (N calls back to back, no sync), wall time per call (the
+same N calls, then a sync), and device-event time per call. The Triton backend and torch eager
+run the same computation in the same process.
 
-The ordering checks run many calls without a host wait between them, each on fresh torch
-inputs made just before behind a queue of torch work (and memory freed just after), and compare
-every result at the end.
+The breakdown times each step of a warm call of the Pallas add alone and inside back-to-back
+calls, and lists the copies and custom calls of both variants' optimized HLO. The ordering
+checks run many calls without a host wait between them, each on fresh torch inputs made just
+before behind a queue of torch work (and memory freed just after), and compare every result at
+the end.
 """
 
 from __future__ import annotations
@@ -323,7 +328,7 @@ def breakdown(calls: int) -> tuple[list[tuple[str, float]], list[str]]:
         *in_sequence(),
         ("compiled(*values): the launcher", host_us(lambda: compiled(*values), calls)),
         ("  the same through jax.dlpack.from_dlpack", launcher_public_import()),
-        (f"to_jax of its {len(tensors)} tensors", host_us(convert_in, calls)),
+        (f"import of its {len(tensors)} tensors", host_us(convert_in, calls)),
         ("  one jax.dlpack.from_dlpack", host_us(lambda: jax.dlpack.from_dlpack(x), calls)),
         ("  one torch __dlpack__(no wait)", host_us(lambda: x.__dlpack__(stream=-1), calls)),
         ("  one torch __dlpack__(stream)", host_us(lambda: x.__dlpack__(stream=stream), calls)),
