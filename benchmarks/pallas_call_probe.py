@@ -46,11 +46,6 @@ def pallas_test_kernels() -> Any:
     return pallas_kernels
 
 
-def rms_norm_torch(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    row = x.float()
-    return (row * torch.rsqrt(row.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
-
-
 def per_call(fn: Callable[[], Any], calls: int) -> tuple[float, float, float]:
     """(host µs, wall µs, device µs) per call over `calls` back-to-back calls."""
     torch.cuda.synchronize()
@@ -138,7 +133,7 @@ def timing_rows(calls: int) -> list[tuple[str, str, float, float, float]]:
         (
             "rms_norm 4096x4096 bf16",
             "rms_norm",
-            rms_norm_torch,
+            fns._rms_norm_reference,
             (
                 torch.randn(4096, 4096, device=device, dtype=torch.bfloat16),
                 torch.randn(4096, device=device, dtype=torch.bfloat16),
